@@ -1,0 +1,148 @@
+//! The persistent pair store: candidate pairs from the broad phase, keyed by
+//! (gid1, gid2) with gid1 < gid2 (or (gid, wall index) for walls), kept sorted by key, with
+//! each pair's contact history (ARCHITECTURE.md `contact/store.rs`). A rebuild merges the new
+//! candidate list into the old store by key, so contact histories survive rebuilds, re-sorting
+//! and (later) migration; iteration order is key order, never hash order.
+
+use crate::material::FrictPhys;
+use crate::V3;
+
+/// History of one pair (Yade `IPhys` + the state of `ScGeom`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ContactState {
+    /// The spheres touch (a "real" interaction); false = only a candidate.
+    pub active: bool,
+    /// Normal of the previous step (for the shear rotation).
+    pub n_old: V3,
+    /// Shear force F_T acting on particle 1.
+    pub fs: V3,
+    pub phys: FrictPhys,
+}
+
+impl ContactState {
+    pub fn new(phys: FrictPhys, n: V3) -> Self {
+        ContactState {
+            active: true,
+            n_old: n,
+            fs: V3::zeros(),
+            phys,
+        }
+    }
+}
+
+/// Result of one pair for one step: force on particle 1 and torques on 1 and 2.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PairForce {
+    pub f: V3,
+    pub t1: V3,
+    pub t2: V3,
+}
+
+/// A candidate pair found by the broad phase: key and local indices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Candidate {
+    pub key: (u64, u64),
+    pub i: u32,
+    pub j: u32,
+}
+
+/// Pairs sorted by key with their history and this step's forces.
+#[derive(Clone, Debug, Default)]
+pub struct PairList {
+    pub key: Vec<(u64, u64)>,
+    /// Local index of particle 1.
+    pub i: Vec<u32>,
+    /// Local index of particle 2 (or the wall index).
+    pub j: Vec<u32>,
+    pub state: Vec<ContactState>,
+    pub out: Vec<PairForce>,
+    scratch_key: Vec<(u64, u64)>,
+    scratch_state: Vec<ContactState>,
+}
+
+impl PairList {
+    pub fn len(&self) -> usize {
+        self.key.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.key.is_empty()
+    }
+
+    /// Number of real (touching) contacts whose particle 1 is owned: each physical contact
+    /// counted once, on one rank.
+    pub fn n_active(&self, n_owned: usize) -> usize {
+        self.state
+            .iter()
+            .zip(&self.i)
+            .filter(|(s, &i)| s.active && (i as usize) < n_owned)
+            .count()
+    }
+
+    /// Replace the pair list by `cands` (sorted by key), keeping the history of every pair that
+    /// was there before. A key may appear twice: a pair across a periodic boundary is found
+    /// from both owned sides (each copy applies the force to its owned particle only, "newton
+    /// off"); both copies carry bit-identical histories, so either old copy serves both.
+    /// Returns the number of active contacts dropped because their pair is no longer a
+    /// candidate (must be 0 when the skin logic is right).
+    pub fn merge(&mut self, cands: &[Candidate]) -> usize {
+        debug_assert!(cands.windows(2).all(|w| w[0].key <= w[1].key));
+        std::mem::swap(&mut self.key, &mut self.scratch_key);
+        std::mem::swap(&mut self.state, &mut self.scratch_state);
+        self.key.clear();
+        self.state.clear();
+        self.i.clear();
+        self.j.clear();
+        let (old_k, old_s) = (&self.scratch_key, &self.scratch_state);
+        let mut o = 0;
+        let mut lost = 0;
+        for c in cands {
+            while o < old_k.len() && old_k[o] < c.key {
+                lost += (old_s[o].active && (o == 0 || old_k[o - 1] != old_k[o])) as usize;
+                o += 1;
+            }
+            let st = if o < old_k.len() && old_k[o] == c.key {
+                old_s[o]
+            } else {
+                ContactState::default()
+            };
+            self.key.push(c.key);
+            self.i.push(c.i);
+            self.j.push(c.j);
+            self.state.push(st);
+        }
+        while o < old_k.len() {
+            lost += (old_s[o].active && (o == 0 || old_k[o - 1] != old_k[o])) as usize;
+            o += 1;
+        }
+        self.out.clear();
+        self.out.resize(cands.len(), PairForce::default());
+        lost
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cand(a: u64, b: u64) -> Candidate {
+        Candidate {
+            key: (a, b),
+            i: a as u32,
+            j: b as u32,
+        }
+    }
+
+    #[test]
+    fn merge_keeps_history_by_key() {
+        let mut pl = PairList::default();
+        pl.merge(&[cand(0, 1), cand(0, 2), cand(1, 3)]);
+        pl.state[1].active = true;
+        pl.state[1].fs = V3::new(1.0, 2.0, 3.0);
+        pl.state[2].active = true;
+        let lost = pl.merge(&[cand(0, 2), cand(2, 3)]);
+        assert_eq!(lost, 1); // (1,3) was active and vanished
+        assert_eq!(pl.key, vec![(0, 2), (2, 3)]);
+        assert_eq!(pl.state[0].fs, V3::new(1.0, 2.0, 3.0));
+        assert!(!pl.state[1].active);
+    }
+}

@@ -1,0 +1,44 @@
+//! The error type of the library. Only `main.rs` turns errors into exit codes
+//! (CONVENTIONS.md: 1 runtime failure, 2 bad input).
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum Error {
+    /// Bad scene file: `file:line:col: message`.
+    #[error("{file}:{line}:{col}: {msg}")]
+    Scene {
+        file: String,
+        line: usize,
+        col: usize,
+        msg: String,
+    },
+    /// Bad command-line arguments or other user input not tied to a file position.
+    #[error("{0}")]
+    Input(String),
+    /// The simulation blew up (NaN, particle left the domain, ...).
+    #[error("{0}")]
+    Runtime(String),
+    /// Reading or writing a file failed.
+    #[error("{path}: {msg}")]
+    Io { path: String, msg: String },
+}
+
+impl Error {
+    /// Exit code for this error (CONVENTIONS.md).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Scene { .. } | Error::Input(_) => 2,
+            Error::Runtime(_) | Error::Io { .. } => 1,
+        }
+    }
+
+    pub fn io(path: impl AsRef<std::path::Path>, e: impl std::fmt::Display) -> Self {
+        Error::Io {
+            path: path.as_ref().display().to_string(),
+            msg: e.to_string(),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,52 @@
+//! `series.csv`: one row every `series_every` steps (CONVENTIONS.md: SI units in the column
+//! names; forces are those the spheres exert on the walls).
+
+use crate::error::{Error, Result};
+use crate::sim::Stats;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+pub struct Series {
+    out: BufWriter<File>,
+    path: String,
+}
+
+impl Series {
+    pub fn create(path: &Path, n_walls: usize) -> Result<Self> {
+        let f = File::create(path).map_err(|e| Error::io(path, e))?;
+        let mut out = BufWriter::new(f);
+        let mut head = String::from(
+            "step,time_s,dt_s,ke_trans_J,ke_rot_J,n_contacts,unbalanced,max_overlap_rel",
+        );
+        for w in 0..n_walls {
+            head += &format!(",wall{w}_fx_N,wall{w}_fy_N,wall{w}_fz_N");
+        }
+        writeln!(out, "{head}").map_err(|e| Error::io(path, e))?;
+        Ok(Series {
+            out,
+            path: path.display().to_string(),
+        })
+    }
+
+    pub fn row(&mut self, step: u64, time: f64, dt: f64, s: &Stats) -> Result<()> {
+        let mut line = format!(
+            "{step},{time:.12e},{dt:.6e},{:.9e},{:.9e},{},{:.6e},{:.6e}",
+            s.ke_trans, s.ke_rot, s.n_contacts, s.unbalanced, s.max_overlap_rel
+        );
+        for f in &s.wall_force {
+            line += &format!(",{:.9e},{:.9e},{:.9e}", f.x, f.y, f.z);
+        }
+        writeln!(self.out, "{line}").map_err(|e| Error::Io {
+            path: self.path.clone(),
+            msg: e.to_string(),
+        })
+    }
+
+    pub fn flush(&mut self) -> Result<()> {
+        self.out.flush().map_err(|e| Error::Io {
+            path: self.path.clone(),
+            msg: e.to_string(),
+        })
+    }
+}

@@ -1,0 +1,177 @@
+//! Particle snapshots: one HDF5 file per snapshot (`snapshots/snap_<step>.h5`, datasets `gid`,
+//! `pos`, `vel`, `angvel`, `radius`, `ncontacts`, sorted by gid) and one XDMF file
+//! (`snapshots.xmf`) listing them as a temporal collection of `Polyvertex` grids, which ParaView
+//! opens directly (CONVENTIONS.md "Files the project writes").
+
+use crate::error::{Error, Result};
+use crate::forces::contact_counts;
+use crate::sim::Simulation;
+use std::path::{Path, PathBuf};
+
+/// What one snapshot holds, gathered and sorted by gid.
+pub struct SnapshotData {
+    pub step: u64,
+    pub time: f64,
+    pub gid: Vec<u64>,
+    pub pos: Vec<f64>,
+    pub vel: Vec<f64>,
+    pub angvel: Vec<f64>,
+    pub radius: Vec<f64>,
+    pub ncontacts: Vec<u32>,
+}
+
+impl SnapshotData {
+    pub fn from_sim(sim: &Simulation) -> Self {
+        let ps = &sim.ps;
+        let n = ps.n_owned;
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_unstable_by_key(|&i| ps.gid[i]);
+        let mut counts = Vec::new();
+        contact_counts(n, &sim.pairs, &sim.wall_pairs, &mut counts);
+        let flat = |v: &[crate::V3]| -> Vec<f64> {
+            order
+                .iter()
+                .flat_map(|&i| [v[i].x, v[i].y, v[i].z])
+                .collect()
+        };
+        SnapshotData {
+            step: sim.step,
+            time: sim.time,
+            gid: order.iter().map(|&i| ps.gid[i]).collect(),
+            pos: flat(&ps.pos),
+            vel: flat(&ps.vel),
+            angvel: flat(&ps.angvel),
+            radius: order.iter().map(|&i| ps.radius[i]).collect(),
+            ncontacts: order.iter().map(|&i| counts[i]).collect(),
+        }
+    }
+}
+
+fn h5err(path: &Path) -> impl Fn(hdf5::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+/// Write one snapshot file.
+pub fn write_h5(path: &Path, d: &SnapshotData) -> Result<()> {
+    let n = d.gid.len();
+    let tmp = path.with_extension("h5.tmp");
+    let e = h5err(&tmp);
+    {
+        let f = hdf5::File::create(&tmp).map_err(&e)?;
+        f.new_dataset::<u64>()
+            .shape([n])
+            .create("gid")
+            .map_err(&e)?
+            .write_raw(&d.gid)
+            .map_err(&e)?;
+        for (name, v, unit) in [
+            ("pos", &d.pos, "m"),
+            ("vel", &d.vel, "m/s"),
+            ("angvel", &d.angvel, "rad/s"),
+        ] {
+            let ds = f
+                .new_dataset::<f64>()
+                .shape([n, 3])
+                .create(name)
+                .map_err(&e)?;
+            ds.write_raw(v).map_err(&e)?;
+            write_unit(&ds, unit).map_err(&e)?;
+        }
+        let ds = f
+            .new_dataset::<f64>()
+            .shape([n])
+            .create("radius")
+            .map_err(&e)?;
+        ds.write_raw(&d.radius).map_err(&e)?;
+        write_unit(&ds, "m").map_err(&e)?;
+        f.new_dataset::<u32>()
+            .shape([n])
+            .create("ncontacts")
+            .map_err(&e)?
+            .write_raw(&d.ncontacts)
+            .map_err(&e)?;
+        f.new_attr::<u64>()
+            .create("step")
+            .map_err(&e)?
+            .write_scalar(&d.step)
+            .map_err(&e)?;
+        f.new_attr::<f64>()
+            .create("time")
+            .map_err(&e)?
+            .write_scalar(&d.time)
+            .map_err(&e)?;
+        let ver: hdf5::types::VarLenUnicode = env!("CARGO_PKG_VERSION")
+            .parse()
+            .map_err(|_| Error::io(&tmp, "version string"))?;
+        f.new_attr::<hdf5::types::VarLenUnicode>()
+            .create("demhpc_version")
+            .map_err(&e)?
+            .write_scalar(&ver)
+            .map_err(&e)?;
+    }
+    std::fs::rename(&tmp, path).map_err(|er| Error::io(path, er))
+}
+
+fn write_unit(ds: &hdf5::Dataset, unit: &str) -> hdf5::Result<()> {
+    let u: hdf5::types::VarLenUnicode = unit.parse().map_err(|_| hdf5::Error::from("unit"))?;
+    ds.new_attr::<hdf5::types::VarLenUnicode>()
+        .create("unit")?
+        .write_scalar(&u)
+}
+
+/// Keeps the list of written snapshots and rewrites `snapshots.xmf` after each.
+pub struct SnapshotWriter {
+    dir: PathBuf,
+    entries: Vec<(u64, f64, usize)>,
+}
+
+impl SnapshotWriter {
+    pub fn new(out_dir: &Path) -> Result<Self> {
+        let dir = out_dir.join("snapshots");
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        Ok(SnapshotWriter {
+            dir,
+            entries: Vec::new(),
+        })
+    }
+
+    pub fn write(&mut self, sim: &Simulation) -> Result<PathBuf> {
+        let d = SnapshotData::from_sim(sim);
+        let path = self.dir.join(format!("snap_{:09}.h5", d.step));
+        write_h5(&path, &d)?;
+        self.entries.retain(|e| e.0 != d.step);
+        self.entries.push((d.step, d.time, d.gid.len()));
+        let xmf = self
+            .dir
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("snapshots.xmf");
+        super::write_atomic(&xmf, xdmf(&self.entries).as_bytes())?;
+        Ok(path)
+    }
+}
+
+/// XDMF 3 document: a temporal collection of particle grids (Polyvertex topology).
+pub fn xdmf(entries: &[(u64, f64, usize)]) -> String {
+    let mut s = String::from(
+        "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n",
+    );
+    for &(step, time, n) in entries {
+        let f = format!("snapshots/snap_{step:09}.h5");
+        s += &format!("   <Grid Name=\"step{step}\" GridType=\"Uniform\">\n    <Time Value=\"{time:.12e}\"/>\n");
+        s += &format!("    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"{n}\" NodesPerElement=\"1\"/>\n");
+        s += &format!("    <Geometry GeometryType=\"XYZ\">\n     <DataItem Dimensions=\"{n} 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">{f}:/pos</DataItem>\n    </Geometry>\n");
+        for (name, ty, dims, nt, prec) in [
+            ("radius", "Scalar", format!("{n}"), "Float", 8),
+            ("vel", "Vector", format!("{n} 3"), "Float", 8),
+            ("angvel", "Vector", format!("{n} 3"), "Float", 8),
+            ("gid", "Scalar", format!("{n}"), "UInt", 8),
+            ("ncontacts", "Scalar", format!("{n}"), "UInt", 4),
+        ] {
+            s += &format!("    <Attribute Name=\"{name}\" AttributeType=\"{ty}\" Center=\"Node\">\n     <DataItem Dimensions=\"{dims}\" NumberType=\"{nt}\" Precision=\"{prec}\" Format=\"HDF\">{f}:/{name}</DataItem>\n    </Attribute>\n");
+        }
+        s += "   </Grid>\n";
+    }
+    s += "  </Grid>\n </Domain>\n</Xdmf>\n";
+    s
+}

@@ -1,0 +1,27 @@
+//! demhpc — Discrete Element Method solver for HPC clusters.
+//!
+//! The DEM loop of Yade/Woo (thesis ch. 2, seed 001) in plain Rust: one module per concept of the
+//! loop. MPI is touched only in [`domain`], HDF5 only in [`io`], so the physics can be driven by unit
+//! tests without `mpirun`. See `docs/ARCHITECTURE.md`.
+
+pub mod collide;
+pub mod contact;
+pub mod domain;
+pub mod error;
+pub mod forces;
+pub mod integrate;
+pub mod io;
+pub mod material;
+pub mod particles;
+pub mod run;
+pub mod scene;
+pub mod sim;
+pub mod timestep;
+
+pub use error::Error;
+pub use sim::Simulation;
+
+/// 3-vector of `f64`, the one vector type of the code.
+pub type V3 = nalgebra::Vector3<f64>;
+/// Orientation of a body (local → global).
+pub type Quat = nalgebra::UnitQuaternion<f64>;

@@ -1,0 +1,224 @@
+//! The RON schema of a scene file (serde). Every struct denies unknown fields; defaults are
+//! documented on the field. All quantities SI. See `docs/scene-format.md`.
+
+use serde::{Deserialize, Serialize};
+
+pub type Vec3 = [f64; 3];
+
+fn zero3() -> Vec3 {
+    [0.0; 3]
+}
+fn default_poisson() -> f64 {
+    0.25
+}
+fn default_lattice_seed() -> u64 {
+    20240601
+}
+fn default_one() -> u64 {
+    1
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Scene")]
+pub struct SceneFile {
+    /// Name of the scene (default: the file stem); names the default output directory.
+    #[serde(default)]
+    pub name: Option<String>,
+    pub materials: Vec<MaterialSpec>,
+    #[serde(default)]
+    pub walls: Vec<WallSpec>,
+    #[serde(default)]
+    pub spheres: Vec<SphereSpec>,
+    /// Gravitational acceleration [m/s²] (default none).
+    #[serde(default = "zero3")]
+    pub gravity: Vec3,
+    /// Cundall non-viscous damping λ_d ∈ [0, 1) (default 0).
+    #[serde(default)]
+    pub damping: f64,
+    /// Time step: `Fixed(seconds)` or `PWave(safety)` (safety × p-wave critical step).
+    pub dt: TimeStepSpec,
+    /// Verlet skin [m] (default 0.2 × mean radius): gap within which pairs are candidates.
+    #[serde(default)]
+    pub skin: Option<f64>,
+    /// Run length: `Steps(n)` or `Time(seconds)`.
+    pub run: RunSpec,
+    /// Simulation box and periodic axes (default: bounding box of spheres and walls, enlarged).
+    #[serde(default)]
+    pub domain: Option<DomainSpec>,
+    #[serde(default)]
+    pub output: OutputSpec,
+    /// Bitwise-reproducible mode, for any rank and thread count (default false).
+    #[serde(default)]
+    pub reproducible: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum MaterialSpec {
+    Frict(FrictSpec),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FrictSpec {
+    pub name: String,
+    /// Young's modulus [Pa].
+    pub young: f64,
+    /// kt/kn ratio, Yade's `FrictMat.poisson` (default 0.25).
+    #[serde(default = "default_poisson")]
+    pub poisson: f64,
+    /// Friction angle [rad].
+    pub friction_angle: f64,
+    /// Density [kg/m³].
+    pub density: f64,
+    /// Normal restitution coefficient (default: none = no viscous damping).
+    #[serde(default)]
+    pub restitution: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Wall")]
+pub struct WallSpec {
+    /// A point of the plane [m].
+    pub point: Vec3,
+    /// Normal pointing towards the spheres (normalised on read).
+    pub normal: Vec3,
+    pub material: String,
+    /// Constant prescribed velocity [m/s] (default fixed).
+    #[serde(default = "zero3")]
+    pub velocity: Vec3,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum SphereSpec {
+    /// One sphere.
+    Sphere(OneSphere),
+    /// Cubic lattice, i fastest then j then k; each sphere draws 4 uniforms u1..u4 from the
+    /// MMIX LCG (the construction of `gen_settle.py`): r = radius (1 + p (2u1 − 1)),
+    /// centre = origin + ((i + ½) s, (j + ½) s, (k + ½) s) + jitter (2u2−1, 2u3−1, 2u4−1).
+    Lattice(LatticeSpec),
+    /// Random loose fill of a box, no overlaps (random sequential addition).
+    RandomFill(RandomFillSpec),
+    /// Text file, one sphere per line: `x y z r`; `#` starts a comment.
+    TextFile(TextFileSpec),
+    /// LAMMPS data file, `atom_style sphere` (Atoms: id type diameter density x y z [ix iy iz]).
+    LammpsData(LammpsDataSpec),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OneSphere {
+    pub pos: Vec3,
+    pub radius: f64,
+    pub material: String,
+    #[serde(default = "zero3")]
+    pub vel: Vec3,
+    #[serde(default = "zero3")]
+    pub angvel: Vec3,
+    /// Blocked DOFs, a subset of "xyzXYZ" (lower case translation, upper case rotation).
+    #[serde(default)]
+    pub blocked: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatticeSpec {
+    pub material: String,
+    #[serde(default = "zero3")]
+    pub origin: Vec3,
+    pub spacing: f64,
+    pub counts: [u64; 3],
+    pub radius: f64,
+    /// Relative half-width p of the uniform radius distribution (default 0).
+    #[serde(default)]
+    pub polydispersity: f64,
+    /// Jitter amplitude [m] (default 0).
+    #[serde(default)]
+    pub jitter: f64,
+    #[serde(default = "default_lattice_seed")]
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomFillSpec {
+    pub material: String,
+    pub lo: Vec3,
+    pub hi: Vec3,
+    pub count: u64,
+    pub radius: f64,
+    #[serde(default)]
+    pub polydispersity: f64,
+    #[serde(default = "default_one")]
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextFileSpec {
+    /// Path, relative to the scene file's directory.
+    pub path: String,
+    pub material: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LammpsDataSpec {
+    pub path: String,
+    /// Material of each atom type (type 1 first).
+    pub materials: Vec<String>,
+    /// Atom types whose particles are frozen (all DOFs blocked), e.g. a rough bottom layer.
+    #[serde(default)]
+    pub fixed_types: Vec<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum TimeStepSpec {
+    Fixed(f64),
+    PWave(f64),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum RunSpec {
+    Steps(u64),
+    Time(f64),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Domain")]
+pub struct DomainSpec {
+    pub lo: Vec3,
+    pub hi: Vec3,
+    #[serde(default)]
+    pub periodic: [bool; 3],
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Output")]
+pub struct OutputSpec {
+    /// Write a row of `series.csv` every this many steps (0 = never).
+    #[serde(default = "default_series")]
+    pub series_every: u64,
+    /// Write a snapshot every this many steps (0 = only the final one).
+    #[serde(default)]
+    pub snapshot_every: u64,
+    /// Seconds between progress lines on stderr.
+    #[serde(default = "default_progress")]
+    pub progress_s: f64,
+}
+
+fn default_series() -> u64 {
+    100
+}
+fn default_progress() -> f64 {
+    2.0
+}
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec {
+            series_every: default_series(),
+            snapshot_every: 0,
+            progress_s: default_progress(),
+        }
+    }
+}
