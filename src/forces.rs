@@ -17,7 +17,7 @@ const CHUNK: usize = 1024;
 
 /// Per-owned-particle lists of the pairs it takes part in (CSR), in partner-gid order.
 /// Entry = pair index · 2 + side (0: the particle is particle 1 of the pair, 1: particle 2).
-#[derive(Default, Debug)]
+#[derive(Clone, Default, Debug)]
 pub struct Adjacency {
     start: Vec<u32>,
     entries: Vec<u32>,

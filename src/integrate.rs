@@ -51,10 +51,27 @@ pub fn leapfrog_one(
     }
     *pos += *vel * dt;
     if *angvel != V3::zeros() {
-        *ori = Quat::new_normalize(
-            Quat::from_scaled_axis(*angvel * dt).into_inner() * ori.into_inner(),
-        );
+        *ori = rotate(*ori, *angvel * dt);
     }
+}
+
+/// q ← rot(|θ|, θ̂) q for a rotation vector θ = ω Δt (left multiplication: global frame).
+/// The unit quaternion (cos(θ/2), sin(θ/2) θ̂) uses its Taylor series below θ = 1e-3 (error
+/// below 1e-20, and no sin/cos in the common case), then the product is renormalised.
+#[inline]
+pub fn rotate(q: Quat, theta: V3) -> Quat {
+    let t2 = theta.norm_squared();
+    let (c, s) = if t2 < 1e-6 {
+        (
+            1.0 - t2 / 8.0 + t2 * t2 / 384.0,
+            0.5 - t2 / 48.0 + t2 * t2 / 3840.0,
+        )
+    } else {
+        let t = t2.sqrt();
+        ((0.5 * t).cos(), (0.5 * t).sin() / t)
+    };
+    let dq = nalgebra::Quaternion::new(c, s * theta.x, s * theta.y, s * theta.z);
+    Quat::new_normalize(dq * q.into_inner())
 }
 
 /// Integrate all owned particles; returns the largest squared displacement from `reference`
@@ -153,6 +170,16 @@ mod tests {
         assert_eq!(v.x, 1.0);
         assert!((v.y - 0.5).abs() < 1e-15);
         assert!((x.x - 0.1).abs() < 1e-15);
+    }
+
+    #[test]
+    fn small_angle_rotation_matches_exact() {
+        for t in [1e-7, 3e-4, 9.9e-4, 1.1e-3, 0.5] {
+            let th = V3::new(0.3, -0.4, 0.5).normalize() * t;
+            let q0 = Quat::from_euler_angles(0.1, 0.2, 0.3);
+            let exact = Quat::from_scaled_axis(th) * q0;
+            assert!(rotate(q0, th).angle_to(&exact) < 1e-15, "{t}");
+        }
     }
 
     #[test]

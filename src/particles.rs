@@ -210,7 +210,7 @@ impl Particles {
 }
 
 /// Reusable buffers for [`Particles::permute_owned`].
-#[derive(Default, Debug)]
+#[derive(Clone, Default, Debug)]
 pub struct PermuteScratch {
     u64s: Vec<u64>,
     v3s: Vec<V3>,

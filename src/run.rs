@@ -103,8 +103,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         // Keep what there is: the state at the failure goes to a snapshot before we stop.
         series.flush().ok();
         match snaps.write(&sim) {
-            Ok(p) => error!("{e}; state at step {} written to {}", sim.step, p.display()),
-            Err(w) => error!("{e}; writing the failure snapshot failed too: {w}"),
+            Ok(p) => error!("state at step {} written to {}", sim.step, p.display()),
+            Err(w) => error!("writing the failure snapshot failed too: {w}"),
         }
         return Err(e);
     }

@@ -40,6 +40,7 @@ pub struct Stats {
     pub wall_force: Vec<V3>,
 }
 
+#[derive(Clone)]
 pub struct Simulation {
     pub name: String,
     pub materials: Vec<Material>,
@@ -279,6 +280,46 @@ impl Simulation {
             max_overlap_rel: max_ov,
             wall_force,
         }
+    }
+
+    /// Elastic energy stored in the contacts: Σ ½ K_N u_N² + ½ |F_T|²/K_T over real contacts
+    /// (each counted once), for energy-balance checks.
+    pub fn elastic_energy(&self) -> f64 {
+        let ps = &self.ps;
+        let cell = self.domain.size();
+        let mut e = 0.0;
+        let shear = |st: &crate::contact::store::ContactState| {
+            if st.phys.ks > 0.0 {
+                0.5 * st.fs.norm_squared() / st.phys.ks
+            } else {
+                0.0
+            }
+        };
+        for k in 0..self.pairs.len() {
+            let st = &self.pairs.state[k];
+            let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
+            if st.active && i < ps.n_owned {
+                let l = crate::contact::geom::branch(
+                    ps.pos[i],
+                    ps.pos[j],
+                    ps.image[i],
+                    ps.image[j],
+                    &cell,
+                );
+                let u_n = (l.norm() - ps.radius[i] - ps.radius[j]).min(0.0);
+                e += 0.5 * st.phys.kn * u_n * u_n + shear(st);
+            }
+        }
+        for k in 0..self.wall_pairs.len() {
+            let st = &self.wall_pairs.state[k];
+            if st.active {
+                let i = self.wall_pairs.i[k] as usize;
+                let w = &self.walls[self.wall_pairs.j[k] as usize];
+                let u_n = ((ps.pos[i] - w.point).dot(&w.normal) - ps.radius[i]).min(0.0);
+                e += 0.5 * st.phys.kn * u_n * u_n + shear(st);
+            }
+        }
+        e
     }
 
     /// Local index of the owned particle with global id `gid` (linear search; tests/tools).

@@ -17,7 +17,7 @@ use rayon::prelude::*;
 const CHUNK: usize = 1024;
 
 /// Reusable buffers of the cell grid (no allocation once warm).
-#[derive(Default, Debug)]
+#[derive(Clone, Default, Debug)]
 pub struct CellGrid {
     cell_of: Vec<u32>,
     start: Vec<u32>,
@@ -43,14 +43,16 @@ impl CellGrid {
         (c[2] * self.dims[1] + c[1]) * self.dims[0] + c[0]
     }
 
-    /// Bin all particles (owned and ghosts), cell size ≥ `h_min`.
-    fn bin(&mut self, ps: &Particles, h_min: f64) {
+    /// Bin all particles (owned and ghosts, ghosts at their image positions), cell size ≥
+    /// `h_min`.
+    fn bin(&mut self, ps: &Particles, h_min: f64, cell: &V3) {
         let n = ps.len();
         let mut lo = V3::repeat(f64::INFINITY);
         let mut hi = V3::repeat(f64::NEG_INFINITY);
-        for x in &ps.pos {
-            lo = lo.inf(x);
-            hi = hi.sup(x);
+        for i in 0..n {
+            let x = image_pos(ps, i, cell);
+            lo = lo.inf(&x);
+            hi = hi.sup(&x);
         }
         if n == 0 {
             lo = V3::zeros();
@@ -76,8 +78,8 @@ impl CellGrid {
         self.cell_of.clear();
         self.start.clear();
         self.start.resize(ncell + 1, 0);
-        for x in &ps.pos {
-            let c = self.index(self.cell_coords(x)) as u32;
+        for i in 0..n {
+            let c = self.index(self.cell_coords(&image_pos(ps, i, cell))) as u32;
             self.cell_of.push(c);
             self.start[c as usize + 1] += 1;
         }
@@ -95,6 +97,23 @@ impl CellGrid {
     }
 }
 
+/// Where a particle copy sits for binning: its coordinates shifted by its periodic image
+/// (only for binning: contact geometry uses [`branch`], which never pre-shifts).
+#[inline]
+fn image_pos(ps: &Particles, i: usize, cell: &V3) -> V3 {
+    let c = ps.image[i];
+    if c == [0, 0, 0] {
+        ps.pos[i]
+    } else {
+        ps.pos[i]
+            + V3::new(
+                c[0] as f64 * cell.x,
+                c[1] as f64 * cell.y,
+                c[2] as f64 * cell.z,
+            )
+    }
+}
+
 /// Candidate pairs among `ps` with gap < `skin`: every owned–owned pair once and every
 /// owned–ghost pair, sorted by key (gid1 < gid2; particle 1 = lower gid). Pairs of two
 /// particles with all DOFs blocked are skipped (they can exert nothing on anything).
@@ -106,7 +125,7 @@ pub fn sphere_candidates(
     out: &mut Vec<Candidate>,
 ) {
     let rmax = ps.radius.iter().cloned().fold(0.0, f64::max);
-    grid.bin(ps, 2.0 * rmax + skin);
+    grid.bin(ps, 2.0 * rmax + skin, cell);
     let n_owned = ps.n_owned;
     let nchunks = n_owned.div_ceil(CHUNK);
     grid.chunks.resize_with(nchunks, Vec::new);
@@ -258,6 +277,28 @@ mod tests {
             sphere_candidates(&ps, skin, &cell, &mut grid, &mut out);
             let bf = brute_force_candidates(&ps, skin, &cell);
             assert!(!bf.is_empty());
+            assert_eq!(out, bf, "seed {seed} skin {skin}");
+        }
+    }
+
+    #[test]
+    fn grid_equals_brute_force_with_periodic_ghosts() {
+        let d = crate::domain::Domain {
+            lo: V3::zeros(),
+            hi: V3::repeat(20.0),
+            periodic: [true, true, false],
+        };
+        for (seed, skin) in [(5u64, 0.0), (6, 0.4)] {
+            let mut ps = cloud(600, 20.0, seed);
+            let mut src = Vec::new();
+            d.build_ghosts(&mut ps, 2.0 + skin, &mut src);
+            assert!(ps.n_ghosts() > 50);
+            let (mut grid, mut out) = (CellGrid::default(), Vec::new());
+            sphere_candidates(&ps, skin, &d.size(), &mut grid, &mut out);
+            let bf = brute_force_candidates(&ps, skin, &d.size());
+            assert!(bf
+                .iter()
+                .any(|c| ps.image[c.i as usize] != ps.image[c.j as usize]));
             assert_eq!(out, bf, "seed {seed} skin {skin}");
         }
     }

@@ -95,11 +95,19 @@ impl PairList {
         let (old_k, old_s) = (&self.scratch_key, &self.scratch_state);
         let mut o = 0;
         let mut lost = 0;
+        let mut prev = None;
+        // An old entry is lost if active, not matched by the previous candidate, and not a
+        // duplicate of the entry before it.
+        let is_lost = |o: usize, prev: Option<(u64, u64)>| {
+            (old_s[o].active && prev != Some(old_k[o]) && (o == 0 || old_k[o - 1] != old_k[o]))
+                as usize
+        };
         for c in cands {
             while o < old_k.len() && old_k[o] < c.key {
-                lost += (old_s[o].active && (o == 0 || old_k[o - 1] != old_k[o])) as usize;
+                lost += is_lost(o, prev);
                 o += 1;
             }
+            prev = Some(c.key);
             let st = if o < old_k.len() && old_k[o] == c.key {
                 old_s[o]
             } else {
@@ -111,7 +119,7 @@ impl PairList {
             self.state.push(st);
         }
         while o < old_k.len() {
-            lost += (old_s[o].active && (o == 0 || old_k[o - 1] != old_k[o])) as usize;
+            lost += is_lost(o, prev);
             o += 1;
         }
         self.out.clear();

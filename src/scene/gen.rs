@@ -52,8 +52,9 @@ fn unit(h: u64) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
-pub fn lattice_count(s: &LatticeSpec) -> u64 {
-    s.counts.iter().product()
+/// Number of spheres of a lattice, `None` on overflow.
+pub fn lattice_count(s: &LatticeSpec) -> Option<u64> {
+    s.counts.iter().try_fold(1u64, |a, &b| a.checked_mul(b))
 }
 
 /// Sphere `m` of a lattice (m = i + nx (j + ny k)), bit-identical to `gen_settle.py` before its
@@ -167,7 +168,7 @@ pub fn read_text(path: &Path) -> Result<Vec<(V3, f64)>> {
                 format!("expected 4 columns `x y z r`, found {}", v.len()),
             ));
         }
-        if !(v[3] > 0.0) || v.iter().any(|x| !x.is_finite()) {
+        if v.iter().any(|x| !x.is_finite()) || v[3] <= 0.0 {
             return Err(data_err(
                 path,
                 ln + 1,

@@ -24,6 +24,16 @@ impl Locations {
         s.out
     }
 
+    /// The deepest path recorded at or before (line, col): the field a parse error is in.
+    pub fn path_at(&self, line: usize, col: usize) -> Option<&str> {
+        self.map
+            .iter()
+            .filter(|(_, &p)| p <= (line, col))
+            .max_by(|a, b| a.1.cmp(b.1).then(a.0.len().cmp(&b.0.len())))
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !k.is_empty())
+    }
+
     /// Position of `path`, or of its closest recorded ancestor, or (1, 1).
     pub fn find(&self, path: &str) -> (usize, usize) {
         let mut p = path.to_string();
@@ -281,7 +291,7 @@ mod tests {
     fn finds_nested_fields() {
         let t = "Scene(\n  // comment ( [\n  materials: [\n    Frict(name: \"a\\\"(\", young: -1),\n    Frict(\n      name: \"b\",\n      young: 2)\n  ],\n  gravity: (0, 0, -9.81),\n)";
         let l = Locations::scan(t);
-        assert_eq!(l.find("materials[0].young"), (4, 30));
+        assert_eq!(l.find("materials[0].young"), (4, 25));
         assert_eq!(l.find("materials[1].young"), (7, 7));
         assert_eq!(l.find("materials[1]"), (5, 5));
         assert_eq!(l.find("gravity"), (9, 3));

@@ -128,16 +128,21 @@ impl Scene {
             ron::extensions::Extensions::IMPLICIT_SOME
                 | ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES,
         );
-        let sf: SceneFile = opts.from_str(text).map_err(|e| Error::Scene {
-            file: file.display().to_string(),
-            line: e.position.line,
-            col: e.position.col,
-            msg: e.code.to_string(),
+        let locs = Locations::scan(text);
+        let sf: SceneFile = opts.from_str(text).map_err(|e| {
+            let (line, col) = (e.position.line, e.position.col);
+            let msg = match locs.path_at(line, col) {
+                Some(p) => format!("{p}: {}", e.code),
+                None => e.code.to_string(),
+            };
+            Error::Scene {
+                file: file.display().to_string(),
+                line,
+                col,
+                msg,
+            }
         })?;
-        let ctx = Ctx {
-            file,
-            locs: Locations::scan(text),
-        };
+        let ctx = Ctx { file, locs };
         build(&ctx, sf, text)
     }
 }
@@ -300,11 +305,17 @@ fn build_walls(ctx: &Ctx, specs: &[WallSpec], mats: &[Material]) -> Result<Vec<W
     Ok(out)
 }
 
+/// Most spheres one scene may hold: local indices are `u32`.
+const MAX_SPHERES: u64 = u32::MAX as u64 / 2;
+
 fn build_spheres(ctx: &Ctx, specs: &[SphereSpec], mats: &[Material]) -> Result<Particles> {
     let mut ps = Particles::default();
+    // first gid of each source, for naming the source of a particle in errors
+    let mut first_gid = Vec::with_capacity(specs.len());
     for (k, s) in specs.iter().enumerate() {
         let p = format!("spheres[{k}]");
         let offset = ps.n_owned as u64;
+        first_gid.push(offset);
         match s {
             SphereSpec::Sphere(o) => {
                 let m = ctx.material(&format!("{p}.material"), &o.material, mats)?;
@@ -329,6 +340,15 @@ fn build_spheres(ctx: &Ctx, specs: &[SphereSpec], mats: &[Material]) -> Result<P
                 if l.counts.contains(&0) {
                     return Err(ctx.err(&format!("{p}.counts"), "all counts must be ≥ 1"));
                 }
+                match gen::lattice_count(l) {
+                    Some(n) if n + offset <= MAX_SPHERES => {}
+                    _ => {
+                        return Err(ctx.err(
+                            &format!("{p}.counts"),
+                            format!("too many spheres (at most {MAX_SPHERES} per scene)"),
+                        ))
+                    }
+                }
                 let rmax = l.radius * (1.0 + l.polydispersity);
                 if l.spacing - 2.0 * l.jitter < 2.0 * rmax {
                     return Err(ctx.err(
@@ -339,7 +359,7 @@ fn build_spheres(ctx: &Ctx, specs: &[SphereSpec], mats: &[Material]) -> Result<P
                         ),
                     ));
                 }
-                for mm in 0..gen::lattice_count(l) {
+                for mm in 0..gen::lattice_count(l).unwrap_or(0) {
                     let (x, r) = gen::lattice_sphere(l, mm);
                     ps.push_owned(&Particle::sphere(
                         offset + mm,
@@ -353,6 +373,12 @@ fn build_spheres(ctx: &Ctx, specs: &[SphereSpec], mats: &[Material]) -> Result<P
             SphereSpec::RandomFill(f) => {
                 let m = ctx.material(&format!("{p}.material"), &f.material, mats)?;
                 ctx.positive(&format!("{p}.radius"), f.radius)?;
+                if f.count + offset > MAX_SPHERES {
+                    return Err(ctx.err(
+                        &format!("{p}.count"),
+                        format!("too many spheres (at most {MAX_SPHERES} per scene)"),
+                    ));
+                }
                 if !(0.0..1.0).contains(&f.polydispersity) {
                     return Err(ctx.err(&format!("{p}.polydispersity"), "must be in [0, 1)"));
                 }
@@ -392,6 +418,17 @@ fn build_spheres(ctx: &Ctx, specs: &[SphereSpec], mats: &[Material]) -> Result<P
                         ctx.err(&format!("{p}.materials"), "give one material per atom type")
                     );
                 }
+                for (t, &ty) in d.fixed_types.iter().enumerate() {
+                    if ty == 0 || ty as usize > d.materials.len() {
+                        return Err(ctx.err(
+                            &format!("{p}.fixed_types[{t}]"),
+                            format!(
+                                "atom type {ty} is not one of the {} types listed in materials",
+                                d.materials.len()
+                            ),
+                        ));
+                    }
+                }
                 let mut idx = Vec::new();
                 for (t, name) in d.materials.iter().enumerate() {
                     idx.push(ctx.material(&format!("{p}.materials[{t}]"), name, mats)?);
@@ -402,7 +439,40 @@ fn build_spheres(ctx: &Ctx, specs: &[SphereSpec], mats: &[Material]) -> Result<P
             }
         }
     }
+    check_coincident(ctx, &ps, &first_gid)?;
     Ok(ps)
+}
+
+/// Refuse spheres with coincident centres (the contact normal is undefined) and warn about
+/// initial overlaps deeper than 10 % of the smaller radius (they start with a large force).
+fn check_coincident(ctx: &Ctx, ps: &Particles, first_gid: &[u64]) -> Result<()> {
+    let mut grid = crate::collide::CellGrid::default();
+    let mut cands = Vec::new();
+    crate::collide::sphere_candidates(ps, 0.0, &V3::repeat(1.0), &mut grid, &mut cands);
+    let mut deep = 0usize;
+    for c in &cands {
+        let (i, j) = (c.i as usize, c.j as usize);
+        let (r1, r2) = (ps.radius[i], ps.radius[j]);
+        let d = (ps.pos[j] - ps.pos[i]).norm();
+        if d <= 1e-9 * (r1 + r2) {
+            let src = first_gid.partition_point(|&g| g <= c.key.1) - 1;
+            return Err(ctx.err(
+                &format!("spheres[{src}]"),
+                format!(
+                    "spheres gid {} and gid {} have the same centre",
+                    c.key.0, c.key.1
+                ),
+            ));
+        }
+        deep += (r1 + r2 - d > 0.1 * r1.min(r2)) as usize;
+    }
+    if deep > 0 {
+        log::warn!(
+            "{}: {deep} pairs of spheres overlap by more than 10 % of a radius at the start",
+            ctx.file.display()
+        );
+    }
+    Ok(())
 }
 
 fn build_domain(
@@ -461,7 +531,7 @@ fn check_placement(ctx: &Ctx, ps: &Particles, walls: &[Wall], domain: &Domain) -
         }
         for a in 0..3 {
             let x = ps.pos[i][a];
-            if x < domain.lo[a] || x > domain.hi[a] {
+            if !domain.periodic[a] && (x < domain.lo[a] || x > domain.hi[a]) {
                 return Err(ctx.err(
                     "domain",
                     format!(

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Install everything demhpc needs on a fresh Debian 12 machine (run as root).
+# Idempotent and fast when everything is present: it only calls apt-get for
+# missing packages and rustup for a missing toolchain/component.
+#
+#   scripts/setup.sh            # install what is missing
+#   DEMHPC_SKIP_SETUP=1 ...     # (honoured by run.sh / test.sh) skip this step
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
+
+PACKAGES=(
+    build-essential pkg-config ca-certificates curl
+    libopenmpi-dev openmpi-bin
+    libhdf5-openmpi-dev hdf5-tools
+    libclang-dev
+    lammps
+    shellcheck
+    python3-h5py python3-numpy python3-matplotlib
+)
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+is_installed() {
+    local status
+    status="$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)"
+    [ "$status" = "install ok installed" ]
+}
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    is_installed "$p" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    SUDO=()
+    if [ "$(id -u)" -ne 0 ]; then
+        if command -v sudo >/dev/null 2>&1; then
+            SUDO=(sudo)
+        else
+            log "missing packages (${missing[*]}) and not root; install them or re-run as root"
+            exit 1
+        fi
+    fi
+    log "installing: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    "${SUDO[@]}" apt-get update -qq
+    "${SUDO[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Rust toolchain (rustup, minimal profile + rustfmt + clippy).
+if ! command -v cargo >/dev/null 2>&1; then
+    log "installing Rust toolchain with rustup"
+    curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal >/dev/null
+    export PATH="${HOME:-/root}/.cargo/bin:$PATH"
+fi
+if command -v rustup >/dev/null 2>&1; then
+    for comp in rustfmt clippy; do
+        if ! rustup component list --installed 2>/dev/null | grep -q "^${comp}"; then
+            log "adding rustup component $comp"
+            rustup component add "$comp" >/dev/null 2>&1 || log "warning: could not add $comp"
+        fi
+    done
+fi
+
+command -v cargo >/dev/null 2>&1 || { log "cargo still not on PATH"; exit 1; }
+command -v mpirun >/dev/null 2>&1 || { log "mpirun missing after install"; exit 1; }

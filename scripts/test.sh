@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Whole test suite: prerequisites, release build, cargo tests (which may spawn
+# mpirun and the release binary), then syntax + shellcheck of every shell
+# script in the repository.  Exits non-zero if any step fails; all lint steps
+# run even after a failure so one run reports everything.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
+
+if [ "${DEMHPC_SKIP_SETUP:-0}" != 1 ]; then
+    scripts/setup.sh
+fi
+
+failed=()
+step() {
+    local name="$1"
+    shift
+    echo "==> $name" >&2
+    if "$@"; then
+        return 0
+    fi
+    echo "FAILED: $name" >&2
+    failed+=("$name")
+    return 1
+}
+
+if step "cargo build --release" cargo build --release; then
+    step "cargo test --release" cargo test --release -- --test-threads=2 || true
+else
+    failed+=("cargo test --release (not run: build failed)")
+fi
+
+# Shell scripts: every file that exists among these patterns.
+shopt -s nullglob
+scripts=(scripts/*.sh slurm/*.sbatch bench/*.sh bench/*/*.sh .ci/run)
+shopt -u nullglob
+if [ "${#scripts[@]}" -gt 0 ]; then
+    syntax_ok=1
+    for f in "${scripts[@]}"; do
+        bash -n "$f" || { echo "bash -n failed: $f" >&2; syntax_ok=0; }
+    done
+    [ "$syntax_ok" = 1 ] || failed+=("bash -n")
+    step "shellcheck (${#scripts[@]} files)" shellcheck -x "${scripts[@]}" || true
+fi
+
+if [ "${#failed[@]}" -gt 0 ]; then
+    echo "test.sh: ${#failed[@]} step(s) failed:" >&2
+    printf '  - %s\n' "${failed[@]}" >&2
+    exit 1
+fi
+echo "test.sh: all steps passed" >&2
