@@ -63,15 +63,22 @@ fn real_main(cli: &Cli) -> Result<(), demhpc::Error> {
             "multi-rank runs are not implemented yet: run with one rank".into(),
         ));
     }
+    let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(t) = cli.threads {
         if t == 0 {
             return Err(demhpc::Error::Input("--threads must be ≥ 1".into()));
         }
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(t)
-            .build_global()
-            .map_err(|e| demhpc::Error::Runtime(format!("thread pool: {e}")))?;
+        pool = pool.num_threads(t);
     }
+    let pool = pool
+        .build()
+        .map_err(|e| demhpc::Error::Runtime(format!("thread pool: {e}")))?;
+    // The whole run executes on a pool thread: parallel loops then start without waking a
+    // sleeping worker from outside the pool at every step.
+    pool.install(|| run_scene(cli))
+}
+
+fn run_scene(cli: &Cli) -> Result<(), demhpc::Error> {
     let mut scene = Scene::load(&cli.scene)?;
     scene.reproducible |= cli.reproducible;
     let opts = RunOptions {

@@ -1,5 +1,5 @@
 //! The DEM loop of one rank (ARCHITECTURE.md "The one picture"; thesis §1.1 engine order):
-//! rebuild or refresh ghosts → contacts → force gather → integrate → move walls.
+//! rebuild or refresh ghosts → contacts → force gather + integrate (one pass) → move walls.
 //! No I/O here: the driver in `io::run` writes outputs between steps.
 
 use crate::collide::{self, CellGrid};
@@ -7,7 +7,7 @@ use crate::contact::store::{Candidate, PairList};
 use crate::contact::{self, Wall};
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::forces::{self, Adjacency};
+use crate::forces::ForceSlots;
 use crate::integrate;
 use crate::material::Material;
 use crate::particles::{Particles, PermuteScratch, BLOCK_ALL};
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 pub struct Timers {
     pub collide: Duration,
     pub contact: Duration,
-    pub forces: Duration,
+    /// Force gather + integration + wall motion.
     pub integrate: Duration,
     pub comm: Duration,
     pub output: Duration,
@@ -57,7 +57,7 @@ pub struct Simulation {
     pub wall_pairs: PairList,
     pub n_rebuilds: u64,
     pub timers: Timers,
-    adj: Adjacency,
+    pub slots: ForceSlots,
     grid: CellGrid,
     cands: Vec<Candidate>,
     ghost_src: Vec<u32>,
@@ -92,7 +92,7 @@ impl Simulation {
             wall_pairs: PairList::default(),
             n_rebuilds: 0,
             timers: Timers::default(),
-            adj: Adjacency::default(),
+            slots: ForceSlots::default(),
             grid: CellGrid::default(),
             cands: Vec::new(),
             ghost_src: Vec::new(),
@@ -131,7 +131,7 @@ impl Simulation {
         collide::wall_candidates(ps, &self.walls, self.skin, &mut self.cands);
         let lost_w = self.wall_pairs.merge(&self.cands);
         debug_assert_eq!(lost_w, 0, "a real wall contact was not a candidate");
-        self.adj.build(ps.n_owned, &self.pairs, &self.wall_pairs);
+        self.slots.build(ps.n_owned, &self.pairs, &self.wall_pairs);
         self.reference.clear();
         self.reference.extend_from_slice(&ps.pos[..ps.n_owned]);
         for (r, w) in self.wall_ref.iter_mut().zip(&self.walls) {
@@ -178,24 +178,29 @@ impl Simulation {
         }
         let t1 = Instant::now();
         let cell = self.domain.size();
-        contact::sphere_pairs(&mut self.pairs, &self.ps, &self.materials, &cell, self.dt);
+        let out = self.slots.writer();
+        let sl = &self.slots;
+        let (ps, mats, dt) = (&self.ps, &self.materials, self.dt);
+        contact::sphere_pairs(&mut self.pairs, &sl.pair_slot, out, ps, mats, &cell, dt);
         contact::wall_pairs(
             &mut self.wall_pairs,
-            &self.ps,
+            &sl.wall_slot,
+            out,
+            ps,
             &self.walls,
-            &self.materials,
-            self.dt,
+            mats,
+            dt,
         );
         let t2 = Instant::now();
-        forces::gather(
+        let slots = &self.slots;
+        let d2 = integrate::leapfrog(
             &mut self.ps,
-            &self.pairs,
-            &self.wall_pairs,
-            &self.adj,
+            &self.reference,
+            self.dt,
+            self.damping,
             self.gravity,
+            |p| slots.contact_sum(p),
         );
-        let t3 = Instant::now();
-        let d2 = integrate::leapfrog(&mut self.ps, &self.reference, self.dt, self.damping);
         let mut wall_d2: f64 = 0.0;
         for (w, r) in self.walls.iter_mut().zip(&self.wall_ref) {
             w.point += w.vel * self.dt;
@@ -209,8 +214,7 @@ impl Simulation {
         let t4 = Instant::now();
         self.timers.collide += t1 - t0;
         self.timers.contact += t2 - t1;
-        self.timers.forces += t3 - t2;
-        self.timers.integrate += t4 - t3;
+        self.timers.integrate += t4 - t2;
         Ok(())
     }
 
@@ -236,7 +240,7 @@ impl Simulation {
             let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
             if self.pairs.state[k].active && i < ps.n_owned {
                 n_contacts += 1;
-                sum_fc += self.pairs.out[k].f.norm();
+                sum_fc += self.slots.pair_force(k).norm();
                 let l = crate::contact::geom::branch(
                     ps.pos[i],
                     ps.pos[j],
@@ -253,8 +257,9 @@ impl Simulation {
             if self.wall_pairs.state[k].active {
                 let i = self.wall_pairs.i[k] as usize;
                 n_contacts += 1;
-                sum_fc += self.wall_pairs.out[k].f.norm();
-                wall_force[self.wall_pairs.j[k] as usize] += self.wall_pairs.out[k].f;
+                let f = self.slots.wall_force(k);
+                sum_fc += f.norm();
+                wall_force[self.wall_pairs.j[k] as usize] += f;
                 let w = &self.walls[self.wall_pairs.j[k] as usize];
                 let ov = ps.radius[i] - (ps.pos[i] - w.point).dot(&w.normal);
                 max_ov = max_ov.max(ov / ps.radius[i]);

@@ -7,6 +7,7 @@ pub mod geom;
 pub mod law;
 pub mod store;
 
+use crate::forces::SlotWriter;
 use crate::material::{mix, Material};
 use crate::particles::Particles;
 use crate::V3;
@@ -36,18 +37,32 @@ fn reduced_mass(m1: f64, m2: f64) -> f64 {
 
 /// Sphere–sphere contact loop of one step. Particle 1 of each pair has the lower gid.
 /// `cell` holds the periodic cell's edge lengths (any value when not periodic: images are 0).
-pub fn sphere_pairs(pairs: &mut PairList, ps: &Particles, mats: &[Material], cell: &V3, dt: f64) {
+/// Each pair's force goes to its slots (`slots[k]`) through `out`.
+#[allow(clippy::too_many_arguments)]
+pub fn sphere_pairs(
+    pairs: &mut PairList,
+    slots: &[[u32; 2]],
+    out: SlotWriter,
+    ps: &Particles,
+    mats: &[Material],
+    cell: &V3,
+    dt: f64,
+) {
     let (ii, jj) = (&pairs.i, &pairs.j);
     pairs
         .state
         .par_chunks_mut(CHUNK)
-        .zip(pairs.out.par_chunks_mut(CHUNK))
         .enumerate()
-        .for_each(|(c, (st, out))| {
+        .for_each(|(c, st)| {
             let base = c * CHUNK;
             for k in 0..st.len() {
                 let (i, j) = (ii[base + k] as usize, jj[base + k] as usize);
-                out[k] = sphere_pair(&mut st[k], ps, mats, cell, dt, i, j);
+                let was_active = st[k].active;
+                let r = sphere_pair(&mut st[k], ps, mats, cell, dt, i, j);
+                // A pair that was and stays apart already holds zeros in its slots.
+                if was_active || st[k].active {
+                    out.pair(slots[base + k], r.f, r.t1, r.t2);
+                }
             }
         });
 }
@@ -102,8 +117,11 @@ pub fn sphere_pair(
 }
 
 /// Sphere–wall contact loop of one step (the wall is particle 1, digest A5.1).
+#[allow(clippy::too_many_arguments)]
 pub fn wall_pairs(
     pairs: &mut PairList,
+    slots: &[u32],
+    out: SlotWriter,
     ps: &Particles,
     walls: &[Wall],
     mats: &[Material],
@@ -113,13 +131,16 @@ pub fn wall_pairs(
     pairs
         .state
         .par_chunks_mut(CHUNK)
-        .zip(pairs.out.par_chunks_mut(CHUNK))
         .enumerate()
-        .for_each(|(c, (st, out))| {
+        .for_each(|(c, st)| {
             let base = c * CHUNK;
             for k in 0..st.len() {
                 let (i, w) = (ii[base + k] as usize, ww[base + k] as usize);
-                out[k] = wall_pair(&mut st[k], ps, &walls[w], mats, dt, i);
+                let was_active = st[k].active;
+                let r = wall_pair(&mut st[k], ps, &walls[w], mats, dt, i);
+                if was_active || st[k].active {
+                    out.wall(slots[base + k], r.f, r.t2);
+                }
             }
         });
 }

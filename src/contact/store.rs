@@ -1,5 +1,5 @@
 //! The persistent pair store: candidate pairs from the broad phase, keyed by
-//! (gid1, gid2) with gid1 < gid2 (or (gid, wall index) for walls), kept sorted by key, with
+//! (gid1, gid2) with gid1 < gid2 (or (gid, wall index) for walls), stored in memory-locality order, with
 //! each pair's contact history (ARCHITECTURE.md `contact/store.rs`). A rebuild merges the new
 //! candidate list into the old store by key, so contact histories survive rebuilds, re-sorting
 //! and (later) migration; iteration order is key order, never hash order.
@@ -55,9 +55,10 @@ pub struct PairList {
     /// Local index of particle 2 (or the wall index).
     pub j: Vec<u32>,
     pub state: Vec<ContactState>,
-    pub out: Vec<PairForce>,
     scratch_key: Vec<(u64, u64)>,
     scratch_state: Vec<ContactState>,
+    scratch_idx: Vec<u32>,
+    order: Vec<u32>,
 }
 
 impl PairList {
@@ -79,13 +80,22 @@ impl PairList {
     }
 
     /// Replace the pair list by `cands` (sorted by key), keeping the history of every pair that
-    /// was there before. A key may appear twice: a pair across a periodic boundary is found
-    /// from both owned sides (each copy applies the force to its owned particle only, "newton
-    /// off"); both copies carry bit-identical histories, so either old copy serves both.
-    /// Returns the number of active contacts dropped because their pair is no longer a
-    /// candidate (must be 0 when the skin logic is right).
+    /// was there before, then order the pairs by the local index of their first particle
+    /// (memory locality: particles are stored along a space-filling curve). A key may appear
+    /// twice: a pair across a periodic boundary is found from both owned sides (each copy applies
+    /// the force to its owned particle only, "newton off"); both copies carry bit-identical
+    /// histories, so either old copy serves both. Returns the number of active contacts dropped
+    /// because their pair is no longer a candidate (must be 0 when the skin logic is right).
     pub fn merge(&mut self, cands: &[Candidate]) -> usize {
         debug_assert!(cands.windows(2).all(|w| w[0].key <= w[1].key));
+        // The old list is in locality order: visit it in key order through a permutation.
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend(0..self.key.len() as u32);
+        {
+            let k = &self.key;
+            order.sort_unstable_by_key(|&o| (k[o as usize], o));
+        }
         std::mem::swap(&mut self.key, &mut self.scratch_key);
         std::mem::swap(&mut self.state, &mut self.scratch_state);
         self.key.clear();
@@ -93,23 +103,25 @@ impl PairList {
         self.i.clear();
         self.j.clear();
         let (old_k, old_s) = (&self.scratch_key, &self.scratch_state);
+        let key = |o: usize| old_k[order[o] as usize];
         let mut o = 0;
         let mut lost = 0;
         let mut prev = None;
         // An old entry is lost if active, not matched by the previous candidate, and not a
         // duplicate of the entry before it.
         let is_lost = |o: usize, prev: Option<(u64, u64)>| {
-            (old_s[o].active && prev != Some(old_k[o]) && (o == 0 || old_k[o - 1] != old_k[o]))
-                as usize
+            (old_s[order[o] as usize].active
+                && prev != Some(key(o))
+                && (o == 0 || key(o - 1) != key(o))) as usize
         };
         for c in cands {
-            while o < old_k.len() && old_k[o] < c.key {
+            while o < order.len() && key(o) < c.key {
                 lost += is_lost(o, prev);
                 o += 1;
             }
             prev = Some(c.key);
-            let st = if o < old_k.len() && old_k[o] == c.key {
-                old_s[o]
+            let st = if o < order.len() && key(o) == c.key {
+                old_s[order[o] as usize]
             } else {
                 ContactState::default()
             };
@@ -118,13 +130,39 @@ impl PairList {
             self.j.push(c.j);
             self.state.push(st);
         }
-        while o < old_k.len() {
+        while o < order.len() {
             lost += is_lost(o, prev);
             o += 1;
         }
-        self.out.clear();
-        self.out.resize(cands.len(), PairForce::default());
+        self.order = order;
+        self.sort_by_locality();
         lost
+    }
+
+    /// Reorder pairs by (smaller local index, larger local index).
+    fn sort_by_locality(&mut self) {
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend(0..self.key.len() as u32);
+        {
+            let (i, j) = (&self.i, &self.j);
+            order.sort_unstable_by_key(|&o| {
+                let (a, b) = (i[o as usize], j[o as usize]);
+                (a.min(b), a.max(b))
+            });
+        }
+        fn apply<T: Copy>(v: &mut Vec<T>, order: &[u32], tmp: &mut Vec<T>) {
+            tmp.clear();
+            tmp.extend(order.iter().map(|&o| v[o as usize]));
+            std::mem::swap(v, tmp);
+        }
+        apply(&mut self.key, &order, &mut self.scratch_key);
+        apply(&mut self.state, &order, &mut self.scratch_state);
+        let mut tmp = std::mem::take(&mut self.scratch_idx);
+        apply(&mut self.i, &order, &mut tmp);
+        apply(&mut self.j, &order, &mut tmp);
+        self.scratch_idx = tmp;
+        self.order = order;
     }
 }
 

@@ -264,7 +264,60 @@ pub fn read_lammps(
         out.push(p);
     }
     out.sort_by_key(|p| p.gid);
+    read_lammps_velocities(path, &lines, k, &mut out, offset)?;
     Ok(out)
+}
+
+/// The optional `Velocities` section (`id vx vy vz wx wy wz` for atom_style sphere), after
+/// line index `from`. `out` is sorted by gid = offset + id − 1.
+fn read_lammps_velocities(
+    path: &Path,
+    lines: &[&str],
+    from: usize,
+    out: &mut [Particle],
+    offset: u64,
+) -> Result<()> {
+    let Some(start) =
+        (from..lines.len()).find(|&k| lines[k].trim_start().starts_with("Velocities"))
+    else {
+        return Ok(());
+    };
+    let mut seen = 0;
+    for (k, line) in lines.iter().enumerate().skip(start + 1) {
+        let l = line.split('#').next().unwrap_or("").trim();
+        if l.is_empty() {
+            if seen > 0 {
+                break;
+            }
+            continue;
+        }
+        if l.starts_with(|c: char| c.is_alphabetic()) {
+            break; // next section
+        }
+        let bad = |msg: String| data_err(path, k + 1, msg);
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.len() < 7 {
+            return Err(bad(format!("expected `id vx vy vz wx wy wz`, found `{l}`")));
+        }
+        let v: Vec<f64> = t[1..7]
+            .iter()
+            .map(|s| s.parse::<f64>().map_err(|e| bad(format!("`{s}`: {e}"))))
+            .collect::<Result<_>>()?;
+        let id: usize = t[0]
+            .parse()
+            .map_err(|e| bad(format!("atom id `{}`: {e}", t[0])))?;
+        if id == 0 || id > out.len() {
+            return Err(bad(format!("atom id {id} out of 1..{}", out.len())));
+        }
+        let p = &mut out[id - 1];
+        debug_assert_eq!(p.gid, offset + id as u64 - 1);
+        if p.blocked != BLOCK_ALL {
+            p.vel = V3::new(v[0], v[1], v[2]);
+            p.angvel = V3::new(v[3], v[4], v[5]);
+        }
+        seen += 1;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

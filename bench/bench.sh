@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of demhpc and LAMMPS on the same inputs, same machine, same invocation.
+#
+#   bench/bench.sh                 # settle-8k, settle-64k, chute; demhpc at 1 and 2 threads
+#   SETTLE_STEPS=20000 SETTLE_LARGE_STEPS=4000 CHUTE_STEPS=1000 bench/bench.sh
+#
+# Prints one line per run with particle-steps/s (psps) and psps per core, then the ratio
+# demhpc/LAMMPS per core. Both codes run the same step range from the same initial state
+# (the first steps of settle are mostly free fall and cheap: compare like with like).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
+
+SETTLE_STEPS="${SETTLE_STEPS:-20000}"
+SETTLE_LARGE_STEPS="${SETTLE_LARGE_STEPS:-4000}"
+CHUTE_STEPS="${CHUTE_STEPS:-1000}"
+THREADS_LIST="${THREADS_LIST:-1 2}"
+WORK="bench/work"
+mkdir -p "$WORK"
+
+cargo build --release --quiet
+BIN="${CARGO_TARGET_DIR:-target}/release/demhpc"
+
+# demhpc_run NAME SCENE STEPS THREADS -> prints a result line, returns psps per core
+demhpc_run() {
+    local name="$1" scene="$2" steps="$3" threads="$4" out
+    out="$WORK/demhpc_${name}_t${threads}"
+    rm -rf "$out"
+    "$BIN" -q --threads "$threads" --steps "$steps" --out "$out" "$scene" >/dev/null
+    "$DEMHPC_PYTHON" - "$out/timing.json" "$name" "$threads" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+psps = t["particle_steps_per_s"]
+cores = t["threads"] * t["ranks"]
+print(f"demhpc {sys.argv[2]} N={t['particles']} steps={t['steps']} threads={t['threads']} "
+      f"wall_s={t['wall_s']:.3f} psps={psps:.4g} psps_per_core={psps / cores:.4g}")
+PY
+}
+
+per_core() { sed -n 's/.*psps_per_core=\([0-9.eE+-]*\).*/\1/p'; }
+
+declare -A LMP
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores)"
+for case in settle8k settle64k chute; do
+    case "$case" in
+        settle8k) lline="$(bench/lammps.sh settle 8000 "$SETTLE_STEPS")"; scene=scenes/settle.ron; steps=$SETTLE_STEPS ;;
+        settle64k) lline="$(bench/lammps.sh settle 64000 "$SETTLE_LARGE_STEPS")"; scene=scenes/settle_large.ron; steps=$SETTLE_LARGE_STEPS ;;
+        chute) lline="$(bench/lammps.sh chute "$CHUTE_STEPS")"; scene=scenes/chute.ron; steps=$CHUTE_STEPS ;;
+    esac
+    echo "$lline"
+    LMP[$case]="$(echo "$lline" | per_core)"
+    for t in $THREADS_LIST; do
+        dline="$(demhpc_run "$case" "$scene" "$steps" "$t")"
+        echo "$dline"
+        d="$(echo "$dline" | per_core)"
+        awk -v c="$case" -v t="$t" -v d="$d" -v l="${LMP[$case]}" \
+            'BEGIN { printf "ratio %s threads=%s demhpc/lammps per core = %.2f\n", c, t, d / l }'
+    done
+done
