@@ -184,8 +184,8 @@ impl SlotWriter {
 pub fn contact_counts(n_owned: usize, pairs: &PairList, walls: &PairList, out: &mut Vec<u32>) {
     out.clear();
     out.resize(n_owned, 0);
-    for (k, st) in pairs.state.iter().enumerate() {
-        if st.active {
+    for (k, &a) in pairs.active.iter().enumerate() {
+        if a {
             for p in [pairs.i[k], pairs.j[k]] {
                 if (p as usize) < n_owned {
                     out[p as usize] += 1;
@@ -193,8 +193,8 @@ pub fn contact_counts(n_owned: usize, pairs: &PairList, walls: &PairList, out: &
             }
         }
     }
-    for (k, st) in walls.state.iter().enumerate() {
-        if st.active {
+    for (k, &a) in walls.active.iter().enumerate() {
+        if a {
             out[walls.i[k] as usize] += 1;
         }
     }

@@ -238,7 +238,7 @@ impl Simulation {
         let mut max_ov: f64 = 0.0;
         for k in 0..self.pairs.len() {
             let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
-            if self.pairs.state[k].active && i < ps.n_owned {
+            if self.pairs.active[k] && i < ps.n_owned {
                 n_contacts += 1;
                 sum_fc += self.slots.pair_force(k).norm();
                 let l = crate::contact::geom::branch(
@@ -254,7 +254,7 @@ impl Simulation {
         }
         let mut wall_force = vec![V3::zeros(); self.walls.len()];
         for k in 0..self.wall_pairs.len() {
-            if self.wall_pairs.state[k].active {
+            if self.wall_pairs.active[k] {
                 let i = self.wall_pairs.i[k] as usize;
                 n_contacts += 1;
                 let f = self.slots.wall_force(k);
@@ -303,7 +303,7 @@ impl Simulation {
         for k in 0..self.pairs.len() {
             let st = &self.pairs.state[k];
             let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
-            if st.active && i < ps.n_owned {
+            if self.pairs.active[k] && i < ps.n_owned {
                 let l = crate::contact::geom::branch(
                     ps.pos[i],
                     ps.pos[j],
@@ -317,7 +317,7 @@ impl Simulation {
         }
         for k in 0..self.wall_pairs.len() {
             let st = &self.wall_pairs.state[k];
-            if st.active {
+            if self.wall_pairs.active[k] {
                 let i = self.wall_pairs.i[k] as usize;
                 let w = &self.walls[self.wall_pairs.j[k] as usize];
                 let u_n = ((ps.pos[i] - w.point).dot(&w.normal) - ps.radius[i]).min(0.0);

@@ -48,7 +48,7 @@ fn collide(restitution: Option<f64>) -> (f64, f64, f64, f64) {
     let mut seen = false;
     for _ in 0..20_000 {
         s.step().unwrap();
-        let active = s.pairs.state.iter().any(|st| st.active);
+        let active = s.pairs.active.iter().any(|&a| a);
         contact_steps += active as u64;
         seen |= active;
         if seen && !active {

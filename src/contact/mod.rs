@@ -50,17 +50,18 @@ pub fn sphere_pairs(
 ) {
     let (ii, jj) = (&pairs.i, &pairs.j);
     pairs
-        .state
+        .active
         .par_chunks_mut(CHUNK)
+        .zip(pairs.state.par_chunks_mut(CHUNK))
         .enumerate()
-        .for_each(|(c, st)| {
+        .for_each(|(c, (act, st))| {
             let base = c * CHUNK;
             for k in 0..st.len() {
                 let (i, j) = (ii[base + k] as usize, jj[base + k] as usize);
-                let was_active = st[k].active;
-                let r = sphere_pair(&mut st[k], ps, mats, cell, dt, i, j);
+                let was_active = act[k];
+                let r = sphere_pair(&mut act[k], &mut st[k], ps, mats, cell, dt, i, j);
                 // A pair that was and stays apart already holds zeros in its slots.
-                if was_active || st[k].active {
+                if was_active || act[k] {
                     out.pair(slots[base + k], r.f, r.t1, r.t2);
                 }
             }
@@ -69,7 +70,9 @@ pub fn sphere_pairs(
 
 /// One sphere–sphere pair: geometry (thesis §2.3, digest A4.2–A4.3) then the linear law.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 pub fn sphere_pair(
+    active: &mut bool,
     st: &mut ContactState,
     ps: &Particles,
     mats: &[Material],
@@ -82,18 +85,19 @@ pub fn sphere_pair(
     let l = geom::branch(ps.pos[i], ps.pos[j], ps.image[i], ps.image[j], cell);
     let d2 = l.norm_squared();
     let reach = r1 + r2;
-    if !st.active && d2 >= reach * reach {
+    if !*active && d2 >= reach * reach {
         return PairForce::default();
     }
     let d = d2.sqrt();
     let u_n = d - reach;
     if u_n > 0.0 {
         // Separation of a non-cohesive contact: delete it (digest A6).
-        *st = ContactState::default();
+        *active = false;
         return PairForce::default();
     }
     let n = l / d;
-    if !st.active {
+    if !*active {
+        *active = true;
         let phys = mix(
             &mats[ps.material[i] as usize],
             &mats[ps.material[j] as usize],
@@ -129,16 +133,17 @@ pub fn wall_pairs(
 ) {
     let (ii, ww) = (&pairs.i, &pairs.j);
     pairs
-        .state
+        .active
         .par_chunks_mut(CHUNK)
+        .zip(pairs.state.par_chunks_mut(CHUNK))
         .enumerate()
-        .for_each(|(c, st)| {
+        .for_each(|(c, (act, st))| {
             let base = c * CHUNK;
             for k in 0..st.len() {
                 let (i, w) = (ii[base + k] as usize, ww[base + k] as usize);
-                let was_active = st[k].active;
-                let r = wall_pair(&mut st[k], ps, &walls[w], mats, dt, i);
-                if was_active || st[k].active {
+                let was_active = act[k];
+                let r = wall_pair(&mut act[k], &mut st[k], ps, &walls[w], mats, dt, i);
+                if was_active || act[k] {
                     out.wall(slots[base + k], r.f, r.t2);
                 }
             }
@@ -148,6 +153,7 @@ pub fn wall_pairs(
 /// One sphere–wall pair. Returns the force on the wall (`f`) and the torque on the sphere (`t2`).
 #[inline]
 pub fn wall_pair(
+    active: &mut bool,
     st: &mut ContactState,
     ps: &Particles,
     wall: &Wall,
@@ -160,12 +166,11 @@ pub fn wall_pair(
     // u_N = (c − p)·n − r, negative in penetration (digest A5.1).
     let u_n = (ps.pos[i] - wall.point).dot(&n) - r;
     if u_n > 0.0 {
-        if st.active {
-            *st = ContactState::default();
-        }
+        *active = false;
         return PairForce::default();
     }
-    if !st.active {
+    if !*active {
+        *active = true;
         let phys = mix(
             &mats[wall.material as usize],
             &mats[ps.material[i] as usize],

@@ -10,8 +10,6 @@ use crate::V3;
 /// History of one pair (Yade `IPhys` + the state of `ScGeom`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ContactState {
-    /// The spheres touch (a "real" interaction); false = only a candidate.
-    pub active: bool,
     /// Normal of the previous step (for the shear rotation).
     pub n_old: V3,
     /// Shear force F_T acting on particle 1.
@@ -22,7 +20,6 @@ pub struct ContactState {
 impl ContactState {
     pub fn new(phys: FrictPhys, n: V3) -> Self {
         ContactState {
-            active: true,
             n_old: n,
             fs: V3::zeros(),
             phys,
@@ -54,7 +51,12 @@ pub struct PairList {
     pub i: Vec<u32>,
     /// Local index of particle 2 (or the wall index).
     pub j: Vec<u32>,
+    /// The pair touches (a "real" interaction); false = only a candidate, and its `state` is
+    /// meaningless. Kept apart from `state` so that the contact loop streams one byte per
+    /// far-apart pair.
+    pub active: Vec<bool>,
     pub state: Vec<ContactState>,
+    scratch_active: Vec<bool>,
     scratch_key: Vec<(u64, u64)>,
     scratch_state: Vec<ContactState>,
     scratch_idx: Vec<u32>,
@@ -72,10 +74,10 @@ impl PairList {
     /// Number of real (touching) contacts whose particle 1 is owned: each physical contact
     /// counted once, on one rank.
     pub fn n_active(&self, n_owned: usize) -> usize {
-        self.state
+        self.active
             .iter()
             .zip(&self.i)
-            .filter(|(s, &i)| s.active && (i as usize) < n_owned)
+            .filter(|(&a, &i)| a && (i as usize) < n_owned)
             .count()
     }
 
@@ -98,11 +100,13 @@ impl PairList {
         }
         std::mem::swap(&mut self.key, &mut self.scratch_key);
         std::mem::swap(&mut self.state, &mut self.scratch_state);
+        std::mem::swap(&mut self.active, &mut self.scratch_active);
         self.key.clear();
         self.state.clear();
+        self.active.clear();
         self.i.clear();
         self.j.clear();
-        let (old_k, old_s) = (&self.scratch_key, &self.scratch_state);
+        let (old_k, old_s, old_a) = (&self.scratch_key, &self.scratch_state, &self.scratch_active);
         let key = |o: usize| old_k[order[o] as usize];
         let mut o = 0;
         let mut lost = 0;
@@ -110,9 +114,8 @@ impl PairList {
         // An old entry is lost if active, not matched by the previous candidate, and not a
         // duplicate of the entry before it.
         let is_lost = |o: usize, prev: Option<(u64, u64)>| {
-            (old_s[order[o] as usize].active
-                && prev != Some(key(o))
-                && (o == 0 || key(o - 1) != key(o))) as usize
+            (old_a[order[o] as usize] && prev != Some(key(o)) && (o == 0 || key(o - 1) != key(o)))
+                as usize
         };
         for c in cands {
             while o < order.len() && key(o) < c.key {
@@ -120,11 +123,12 @@ impl PairList {
                 o += 1;
             }
             prev = Some(c.key);
-            let st = if o < order.len() && key(o) == c.key {
-                old_s[order[o] as usize]
+            let (st, a) = if o < order.len() && key(o) == c.key {
+                (old_s[order[o] as usize], old_a[order[o] as usize])
             } else {
-                ContactState::default()
+                (ContactState::default(), false)
             };
+            self.active.push(a);
             self.key.push(c.key);
             self.i.push(c.i);
             self.j.push(c.j);
@@ -158,6 +162,7 @@ impl PairList {
         }
         apply(&mut self.key, &order, &mut self.scratch_key);
         apply(&mut self.state, &order, &mut self.scratch_state);
+        apply(&mut self.active, &order, &mut self.scratch_active);
         let mut tmp = std::mem::take(&mut self.scratch_idx);
         apply(&mut self.i, &order, &mut tmp);
         apply(&mut self.j, &order, &mut tmp);
@@ -182,13 +187,13 @@ mod tests {
     fn merge_keeps_history_by_key() {
         let mut pl = PairList::default();
         pl.merge(&[cand(0, 1), cand(0, 2), cand(1, 3)]);
-        pl.state[1].active = true;
+        pl.active[1] = true;
         pl.state[1].fs = V3::new(1.0, 2.0, 3.0);
-        pl.state[2].active = true;
+        pl.active[2] = true;
         let lost = pl.merge(&[cand(0, 2), cand(2, 3)]);
         assert_eq!(lost, 1); // (1,3) was active and vanished
         assert_eq!(pl.key, vec![(0, 2), (2, 3)]);
         assert_eq!(pl.state[0].fs, V3::new(1.0, 2.0, 3.0));
-        assert!(!pl.state[1].active);
+        assert!(!pl.active[1]);
     }
 }
