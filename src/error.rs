@@ -19,6 +19,9 @@ pub enum Error {
     /// The simulation blew up (NaN, particle left the domain, ...).
     #[error("{0}")]
     Runtime(String),
+    /// Another rank failed (its own message says why); this rank stops with it.
+    #[error("rank {rank}: stopping at step {step} because another rank failed")]
+    Peer { rank: usize, step: u64 },
     /// Reading or writing a file failed.
     #[error("{path}: {msg}")]
     Io { path: String, msg: String },
@@ -29,7 +32,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Scene { .. } | Error::Input(_) => 2,
-            Error::Runtime(_) | Error::Io { .. } => 1,
+            Error::Runtime(_) | Error::Peer { .. } | Error::Io { .. } => 1,
         }
     }
 

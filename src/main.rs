@@ -25,12 +25,27 @@ struct Cli {
     /// Bitwise-reproducible mode (same result for any rank and thread count).
     #[arg(long)]
     reproducible: bool,
+    /// MPI rank grid, e.g. `4x2x1` [default: chosen to minimise the subdomain surface].
+    #[arg(long, value_name = "PXxPYxPZ", value_parser = parse_grid)]
+    grid: Option<[usize; 3]>,
     /// More log output (-v debug, -vv trace); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count)]
     verbose: u8,
     /// Only warnings and errors.
     #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
+}
+
+fn parse_grid(s: &str) -> Result<[usize; 3], String> {
+    let v: Vec<usize> = s
+        .split(['x', 'X'])
+        .map(|p| p.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("`{s}` is not a rank grid like 4x2x1"))?;
+    match v.as_slice() {
+        &[a, b, c] if a * b * c > 0 => Ok([a, b, c]),
+        _ => Err(format!("`{s}` is not a rank grid like 4x2x1")),
+    }
 }
 
 fn main() {
@@ -45,24 +60,40 @@ fn main() {
         .format_timestamp(None)
         .format_target(false)
         .init();
-    let code = match real_main(&cli) {
+    let mpi = match MpiEnv::init() {
+        Some(m) => m,
+        None => {
+            log::error!("MPI initialisation failed");
+            std::process::exit(1);
+        }
+    };
+    let (rank, size) = (mpi.rank(), mpi.size());
+    if rank != 0 && std::env::var_os("RUST_LOG").is_none() {
+        // Progress and summaries come from rank 0; the others report warnings and errors.
+        log::set_max_level(log::LevelFilter::Warn);
+    }
+    let code = match real_main(&cli, size > 1) {
         Ok(()) => 0,
         Err(e) => {
-            log::error!("{e}");
+            // Bad input is detected identically on every rank: say it once. A rank that
+            // stops because another failed has nothing to add to that rank's message.
+            let input = matches!(e, demhpc::Error::Input(_) | demhpc::Error::Scene { .. });
+            if (rank == 0 || !input) && !matches!(e, demhpc::Error::Peer { .. }) {
+                log::error!("{e}");
+            }
+            if size > 1 && !input {
+                // Runtime failures may hit one rank alone: exit at once without finalising,
+                // which makes mpirun end the whole job (no rank left waiting in a collective).
+                std::process::exit(e.exit_code());
+            }
             e.exit_code()
         }
     };
+    drop(mpi);
     std::process::exit(code);
 }
 
-fn real_main(cli: &Cli) -> Result<(), demhpc::Error> {
-    let mpi =
-        MpiEnv::init().ok_or_else(|| demhpc::Error::Runtime("MPI initialisation failed".into()))?;
-    if mpi.size() > 1 {
-        return Err(demhpc::Error::Input(
-            "multi-rank runs are not implemented yet: run with one rank".into(),
-        ));
-    }
+fn real_main(cli: &Cli, mpi: bool) -> Result<(), demhpc::Error> {
     let mut pool = rayon::ThreadPoolBuilder::new();
     if let Some(t) = cli.threads {
         if t == 0 {
@@ -75,17 +106,21 @@ fn real_main(cli: &Cli) -> Result<(), demhpc::Error> {
         .map_err(|e| demhpc::Error::Runtime(format!("thread pool: {e}")))?;
     // The whole run executes on a pool thread: parallel loops then start without waking a
     // sleeping worker from outside the pool at every step.
-    pool.install(|| run_scene(cli))
+    pool.install(|| run_scene(cli, mpi))
 }
 
-fn run_scene(cli: &Cli) -> Result<(), demhpc::Error> {
+fn run_scene(cli: &Cli, mpi: bool) -> Result<(), demhpc::Error> {
     let mut scene = Scene::load(&cli.scene)?;
     scene.reproducible |= cli.reproducible;
     let opts = RunOptions {
         steps: cli.steps,
         out: cli.out.clone(),
+        mpi,
+        grid: cli.grid,
     };
     let s = run(scene, &opts)?;
-    println!("output: {}", s.out_dir.display());
+    if demhpc::domain::comm::Comm::world_rank() == 0 {
+        println!("output: {}", s.out_dir.display());
+    }
     Ok(())
 }

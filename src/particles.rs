@@ -134,7 +134,12 @@ impl Particles {
 
     /// Drop all ghosts (keeps capacity).
     pub fn truncate_ghosts(&mut self) {
-        let n = self.n_owned;
+        self.truncate(self.n_owned);
+    }
+
+    /// Keep the first `n` particles (all owned afterwards if `n ≤ n_owned`).
+    pub fn truncate(&mut self, n: usize) {
+        self.n_owned = self.n_owned.min(n);
         self.gid.truncate(n);
         self.pos.truncate(n);
         self.vel.truncate(n);
@@ -149,6 +154,24 @@ impl Particles {
         self.wrap.truncate(n);
         self.force.truncate(n);
         self.torque.truncate(n);
+    }
+
+    /// Overwrite particle `i` with `p` (force and torque are reset).
+    pub fn set(&mut self, i: usize, p: &Particle) {
+        self.gid[i] = p.gid;
+        self.pos[i] = p.pos;
+        self.vel[i] = p.vel;
+        self.angvel[i] = p.angvel;
+        self.ori[i] = p.ori;
+        self.radius[i] = p.radius;
+        self.mass[i] = p.mass;
+        self.inertia[i] = p.inertia;
+        self.material[i] = p.material;
+        self.blocked[i] = p.blocked;
+        self.image[i] = p.image;
+        self.wrap[i] = p.wrap;
+        self.force[i] = V3::zeros();
+        self.torque[i] = V3::zeros();
     }
 
     /// Copy the kinematic state (what changes every step) of `src` into ghost `dst`.

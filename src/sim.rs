@@ -5,6 +5,10 @@
 use crate::collide::{self, CellGrid};
 use crate::contact::store::{Candidate, PairList};
 use crate::contact::{self, Wall};
+use crate::domain::comm::Comm;
+use crate::domain::decomp::{self, Decomp};
+use crate::domain::exact::ExactSum;
+use crate::domain::halo::Halo;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::forces::ForceSlots;
@@ -13,6 +17,7 @@ use crate::material::Material;
 use crate::particles::{Particles, PermuteScratch, BLOCK_ALL};
 use crate::scene::Scene;
 use crate::V3;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Wall-clock time spent per phase of the loop.
@@ -58,9 +63,20 @@ pub struct Simulation {
     pub n_rebuilds: u64,
     pub timers: Timers,
     pub slots: ForceSlots,
+    /// The communicator (shared by clones of a simulation, which tests make on one rank).
+    pub comm: Arc<Comm>,
+    /// This rank's subdomain in the rank grid.
+    pub dec: Decomp,
+    /// Ghost and migration traffic.
+    pub halo_ex: Halo,
+    /// Bitwise-reproducible mode requested (see docs/ARCHITECTURE.md "Reproducibility": the
+    /// default path already is, so the flag only documents the run).
+    pub reproducible: bool,
+    /// Global particle count and exact total mass at the first rebuild: every later rebuild
+    /// checks that migration lost and duplicated nothing.
+    conserved: Option<(u64, f64)>,
     grid: CellGrid,
     cands: Vec<Candidate>,
-    ghost_src: Vec<u32>,
     reference: Vec<V3>,
     wall_ref: Vec<V3>,
     perm: Vec<u32>,
@@ -71,16 +87,74 @@ pub struct Simulation {
 }
 
 impl Simulation {
+    /// A simulation on one process, without MPI (tests, tools).
     pub fn new(scene: Scene) -> Result<Self> {
+        Self::build(scene, None, None)
+    }
+
+    /// A simulation on every rank of the MPI world: chooses the rank grid (or checks `grid`),
+    /// creates the Cartesian communicator and keeps this rank's particles. Every rank must
+    /// call it with the same scene.
+    pub fn new_mpi(scene: Scene, grid: Option<[usize; 3]>) -> Result<Self> {
+        let n = Comm::world_size();
+        Self::build(scene, Some(n), grid)
+    }
+
+    fn build(mut scene: Scene, mpi: Option<usize>, grid: Option<[usize; 3]>) -> Result<Self> {
         let rmax = scene.particles.radius.iter().cloned().fold(0.0, f64::max);
         let halo = 2.0 * rmax + scene.skin;
         scene.domain.check_halo(halo)?;
+        let d = &scene.domain;
+        // Every rank sees the same initial particles: wrap them into the cell, then keep the
+        // owned ones (the same arithmetic on every rank count).
+        d.wrap_owned(&mut scene.particles);
+        let ps = &scene.particles;
+        let (mut bb_lo, mut bb_hi) = (d.lo, d.hi);
+        if ps.n_owned > 0 {
+            bb_lo = V3::repeat(f64::INFINITY);
+            bb_hi = V3::repeat(f64::NEG_INFINITY);
+            for x in &ps.pos[..ps.n_owned] {
+                bb_lo = bb_lo.inf(x);
+                bb_hi = bb_hi.sup(x);
+            }
+        }
+        let ext = V3::from_fn(|a, _| {
+            if d.periodic[a] {
+                d.hi[a] - d.lo[a]
+            } else {
+                bb_hi[a] - bb_lo[a]
+            }
+        });
+        let (comm, dims) = match mpi {
+            None => (Comm::Serial, [1, 1, 1]),
+            Some(n) => {
+                let dims = match grid {
+                    Some(g) => {
+                        decomp::check_dims(g, n, ext, d.periodic, halo)?;
+                        g
+                    }
+                    None => decomp::choose_dims(n, ext, d.periodic, halo)?,
+                };
+                let comm = Comm::cartesian(dims, d.periodic).ok_or_else(|| {
+                    Error::Runtime("could not create the Cartesian communicator".into())
+                })?;
+                (comm, dims)
+            }
+        };
+        let dec = Decomp::new(dims, comm.coords(), d.periodic, d.lo, d.hi, bb_lo, bb_hi);
+        dec.check_halo(halo)?;
+        let mut mine = Particles::default();
+        for i in 0..ps.n_owned {
+            if dec.owns(&ps.pos[i]) {
+                mine.push_owned(&ps.get(i));
+            }
+        }
         Ok(Simulation {
             name: scene.name,
             materials: scene.materials,
             wall_ref: scene.walls.iter().map(|w| w.point).collect(),
             walls: scene.walls,
-            ps: scene.particles,
+            ps: mine,
             domain: scene.domain,
             gravity: scene.gravity,
             damping: scene.damping,
@@ -93,9 +167,13 @@ impl Simulation {
             n_rebuilds: 0,
             timers: Timers::default(),
             slots: ForceSlots::default(),
+            comm: Arc::new(comm),
+            dec,
+            halo_ex: Halo::default(),
+            reproducible: scene.reproducible,
+            conserved: None,
             grid: CellGrid::default(),
             cands: Vec::new(),
-            ghost_src: Vec::new(),
             reference: Vec::new(),
             perm: Vec::new(),
             morton: Vec::new(),
@@ -110,26 +188,87 @@ impl Simulation {
         self.need_rebuild = true;
     }
 
-    /// Wrap, re-sort along a Morton curve, rebuild ghosts, candidate pairs and adjacency.
-    fn rebuild(&mut self) -> Result<()> {
-        let ps = &mut self.ps;
-        ps.truncate_ghosts();
+    /// Total number of particles over all ranks.
+    pub fn n_global(&self) -> u64 {
+        self.comm.sum_u64(self.ps.n_owned as u64)
+    }
+
+    /// Blow-up checks of this rank at a rebuild: NaN, leaving the domain, or a jump of more
+    /// than the halo since the last rebuild (ghosts could not have followed it).
+    fn local_failure(&self) -> Option<String> {
+        let ps = &self.ps;
         if let Some((i, msg)) = self.domain.find_escaped(ps) {
-            return Err(Error::Runtime(format!(
-                "particle gid {} {msg} at step {}",
-                ps.gid[i], self.step
-            )));
+            return Some(format!(
+                "particle gid {} {msg} at step {} (rank {})",
+                ps.gid[i],
+                self.step,
+                self.comm.rank()
+            ));
         }
-        self.domain.wrap_owned(ps);
+        if self.reference.len() == ps.n_owned {
+            for i in 0..ps.n_owned {
+                let d = (ps.pos[i] - self.reference[i]).norm();
+                if d > self.halo {
+                    return Some(format!(
+                        "particle gid {} moved {d:.4e} m since the last neighbour rebuild, more \
+                         than the halo {:.4e} m, at step {} (rank {}): the time step is too large \
+                         or the particle was shot out",
+                        ps.gid[i],
+                        self.halo,
+                        self.step,
+                        self.comm.rank()
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// Migrate, wrap, re-sort along a Morton curve, rebuild ghosts, candidate pairs and slots.
+    fn rebuild(&mut self) -> Result<()> {
+        self.ps.truncate_ghosts();
+        let failure = self.local_failure();
+        if self.comm.any(failure.is_some()) {
+            return Err(failure.map(Error::Runtime).unwrap_or(Error::Peer {
+                rank: self.comm.rank(),
+                step: self.step,
+            }));
+        }
+        self.domain.wrap_owned(&mut self.ps);
+        let tc = Instant::now();
+        self.halo_ex.migrate(
+            &self.comm,
+            &self.dec,
+            &mut self.ps,
+            &mut self.pairs,
+            &mut self.wall_pairs,
+            self.step,
+        )?;
+        self.timers.comm += tc.elapsed();
+        self.check_conservation()?;
         self.sort_owned();
-        let ps = &mut self.ps;
-        self.domain.build_ghosts(ps, self.halo, &mut self.ghost_src);
         let cell = self.domain.size();
+        let tc = Instant::now();
+        self.halo_ex
+            .build_ghosts(&self.comm, &self.dec, &mut self.ps, &cell, self.halo);
+        self.timers.comm += tc.elapsed();
+        let ps = &self.ps;
         collide::sphere_candidates(ps, self.skin, &cell, &mut self.grid, &mut self.cands);
-        let lost = self.pairs.merge(&self.cands);
+        // Debug builds check that no contact touching an owned particle was dropped.
+        let owned: Vec<u64> = if cfg!(debug_assertions) {
+            let mut g = ps.gid[..ps.n_owned].to_vec();
+            g.sort_unstable();
+            g
+        } else {
+            Vec::new()
+        };
+        let is_owned = |g: u64| owned.binary_search(&g).is_ok();
+        let lost = self
+            .pairs
+            .merge(&self.cands, |k| is_owned(k.0) || is_owned(k.1));
         debug_assert_eq!(lost, 0, "a real contact was not a candidate");
         collide::wall_candidates(ps, &self.walls, self.skin, &mut self.cands);
-        let lost_w = self.wall_pairs.merge(&self.cands);
+        let lost_w = self.wall_pairs.merge(&self.cands, |k| is_owned(k.0));
         debug_assert_eq!(lost_w, 0, "a real wall contact was not a candidate");
         self.slots.build(ps.n_owned, &self.pairs, &self.wall_pairs);
         self.reference.clear();
@@ -139,6 +278,27 @@ impl Simulation {
         }
         self.need_rebuild = false;
         self.n_rebuilds += 1;
+        Ok(())
+    }
+
+    /// Particle count and total mass are what they were at the first rebuild (collective).
+    fn check_conservation(&mut self) -> Result<()> {
+        let ps = &self.ps;
+        let mut m = [ExactSum::new()];
+        ps.mass[..ps.n_owned].iter().for_each(|&x| m[0].add(x));
+        self.comm.sum_exact(&mut m);
+        let now = (self.n_global(), m[0].value());
+        match self.conserved {
+            None => self.conserved = Some(now),
+            Some(c) if c.0 != now.0 || c.1.to_bits() != now.1.to_bits() => {
+                return Err(Error::Runtime(format!(
+                    "particles not conserved at step {}: {} particles of total mass {:e} kg, \
+                     expected {} of {:e} kg (a bug in migration: please report it)",
+                    self.step, now.0, now.1, c.0, c.1
+                )));
+            }
+            Some(_) => {}
+        }
         Ok(())
     }
 
@@ -171,10 +331,15 @@ impl Simulation {
     /// Advance one time step.
     pub fn step(&mut self) -> Result<()> {
         let t0 = Instant::now();
-        if self.need_rebuild {
+        let mut t_comm = Duration::ZERO;
+        let rebuilt = self.need_rebuild;
+        if rebuilt {
+            let c0 = self.timers.comm;
             self.rebuild()?;
+            t_comm = self.timers.comm - c0;
+            self.timers.comm = c0;
         } else {
-            self.domain.refresh_ghosts(&mut self.ps, &self.ghost_src);
+            self.halo_ex.refresh(&self.comm, &self.dec, &mut self.ps);
         }
         let t1 = Instant::now();
         let cell = self.domain.size();
@@ -207,92 +372,134 @@ impl Simulation {
             wall_d2 = wall_d2.max((w.point - r).norm_squared());
         }
         let half = 0.5 * self.skin;
-        // Verlet trigger (thesis eq. 2.10–2.12): a particle or wall moved more than skin/2.
+        let t3 = Instant::now();
+        // Verlet trigger (thesis eq. 2.10–2.12): a particle or wall moved more than skin/2 on
+        // some rank (a global OR; the max is order-independent, so rebuild steps are the same
+        // for every rank count). NaN counts as a move.
+        let d2 = self
+            .comm
+            .max_f64(if d2.is_nan() { f64::INFINITY } else { d2 });
         self.need_rebuild = !(d2 <= half * half && wall_d2 <= half * half);
         self.step += 1;
         self.time += self.dt;
         let t4 = Instant::now();
-        self.timers.collide += t1 - t0;
+        if rebuilt {
+            self.timers.comm += t_comm;
+            self.timers.collide += (t1 - t0).saturating_sub(t_comm);
+        } else {
+            self.timers.comm += t1 - t0;
+        }
+        self.timers.comm += t4 - t3;
         self.timers.contact += t2 - t1;
-        self.timers.integrate += t4 - t2;
+        self.timers.integrate += t3 - t2;
         Ok(())
     }
 
-    /// Check the current state for NaN or escaped particles (the rebuild does it too).
+    /// Check the current state for NaN or escaped particles on every rank (collective; the
+    /// rebuild does it too).
     pub fn check(&self) -> Result<()> {
-        if let Some((i, msg)) = self.domain.find_escaped(&self.ps) {
-            return Err(Error::Runtime(format!(
-                "particle gid {} {msg} at step {}",
-                self.ps.gid[i], self.step
-            )));
+        let failure = self.domain.find_escaped(&self.ps).map(|(i, msg)| {
+            format!(
+                "particle gid {} {msg} at step {} (rank {})",
+                self.ps.gid[i],
+                self.step,
+                self.comm.rank()
+            )
+        });
+        if self.comm.any(failure.is_some()) {
+            return Err(failure.map(Error::Runtime).unwrap_or(Error::Peer {
+                rank: self.comm.rank(),
+                step: self.step,
+            }));
         }
         Ok(())
     }
 
-    /// Global quantities of the current state (forces are those of the last step).
+    /// Overlap of sphere pair `k` relative to the smaller radius, and its branch length.
+    fn pair_overlap(&self, k: usize) -> (f64, f64) {
+        let ps = &self.ps;
+        let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
+        let l = crate::contact::geom::branch(
+            ps.pos[i],
+            ps.pos[j],
+            ps.image[i],
+            ps.image[j],
+            &self.domain.size(),
+        );
+        let ov = ps.radius[i] + ps.radius[j] - l.norm();
+        (ov / ps.radius[i].min(ps.radius[j]), ov)
+    }
+
+    /// Global quantities of the current state (forces are those of the last step), summed
+    /// exactly over all ranks: the same bits for any rank and thread count. Collective.
     pub fn stats(&self) -> Stats {
         let ps = &self.ps;
-        let (ke_trans, ke_rot) = ps.kinetic_energy();
-        let mut n_contacts = 0;
-        let mut sum_fc = 0.0;
-        let mut max_ov: f64 = 0.0;
-        for k in 0..self.pairs.len() {
-            let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
-            if self.pairs.active[k] && i < ps.n_owned {
-                n_contacts += 1;
-                sum_fc += self.slots.pair_force(k).norm();
-                let l = crate::contact::geom::branch(
-                    ps.pos[i],
-                    ps.pos[j],
-                    ps.image[i],
-                    ps.image[j],
-                    &self.domain.size(),
-                );
-                let ov = ps.radius[i] + ps.radius[j] - l.norm();
-                max_ov = max_ov.max(ov / ps.radius[i].min(ps.radius[j]));
+        let nw = self.walls.len();
+        // [ke_t, ke_r, Σ|F_c|, Σ|F| over free particles, wall forces…]
+        let mut sums = vec![ExactSum::new(); 4 + 3 * nw];
+        for i in 0..ps.n_owned {
+            sums[0].add(0.5 * ps.mass[i] * ps.vel[i].norm_squared());
+            sums[1].add(0.5 * ps.inertia[i] * ps.angvel[i].norm_squared());
+            if ps.blocked[i] != BLOCK_ALL {
+                sums[3].add(ps.force[i].norm());
             }
         }
-        let mut wall_force = vec![V3::zeros(); self.walls.len()];
+        let (mut n_contacts, mut n_free) = (0i64, 0i64);
+        let mut max_ov: f64 = 0.0;
+        for k in 0..self.pairs.len() {
+            // each contact counted once: on the rank owning its particle 1
+            if self.pairs.active[k] && (self.pairs.i[k] as usize) < ps.n_owned {
+                n_contacts += 1;
+                sums[2].add(self.slots.pair_force(k).norm());
+                max_ov = max_ov.max(self.pair_overlap(k).0);
+            }
+        }
         for k in 0..self.wall_pairs.len() {
             if self.wall_pairs.active[k] {
                 let i = self.wall_pairs.i[k] as usize;
+                let w = self.wall_pairs.j[k] as usize;
                 n_contacts += 1;
                 let f = self.slots.wall_force(k);
-                sum_fc += f.norm();
-                wall_force[self.wall_pairs.j[k] as usize] += f;
-                let w = &self.walls[self.wall_pairs.j[k] as usize];
-                let ov = ps.radius[i] - (ps.pos[i] - w.point).dot(&w.normal);
+                sums[2].add(f.norm());
+                for a in 0..3 {
+                    sums[4 + 3 * w + a].add(f[a]);
+                }
+                let wall = &self.walls[w];
+                let ov = ps.radius[i] - (ps.pos[i] - wall.point).dot(&wall.normal);
                 max_ov = max_ov.max(ov / ps.radius[i]);
             }
         }
-        let (mut sum_f, mut n_free) = (0.0, 0usize);
         for i in 0..ps.n_owned {
-            if ps.blocked[i] != BLOCK_ALL {
-                sum_f += ps.force[i].norm();
-                n_free += 1;
-            }
+            n_free += (ps.blocked[i] != BLOCK_ALL) as i64;
         }
-        let unbalanced = if n_contacts > 0 && sum_fc > 0.0 && n_free > 0 {
-            (sum_f / n_free as f64) / (sum_fc / n_contacts as f64)
+        let mut counts = [n_contacts, n_free];
+        self.comm.sum_i64s(&mut counts);
+        self.comm.sum_exact(&mut sums);
+        let max_ov = self.comm.max_f64(max_ov);
+        let v: Vec<f64> = sums.iter().map(|s| s.value()).collect();
+        let (n_contacts, n_free) = (counts[0] as usize, counts[1] as usize);
+        let unbalanced = if n_contacts > 0 && v[2] > 0.0 && n_free > 0 {
+            (v[3] / n_free as f64) / (v[2] / n_contacts as f64)
         } else {
             f64::NAN
         };
         Stats {
-            ke_trans,
-            ke_rot,
+            ke_trans: v[0],
+            ke_rot: v[1],
             n_contacts,
             unbalanced,
             max_overlap_rel: max_ov,
-            wall_force,
+            wall_force: (0..nw)
+                .map(|w| V3::new(v[4 + 3 * w], v[5 + 3 * w], v[6 + 3 * w]))
+                .collect(),
         }
     }
 
     /// Elastic energy stored in the contacts: Σ ½ K_N u_N² + ½ |F_T|²/K_T over real contacts
-    /// (each counted once), for energy-balance checks.
+    /// (each counted once), for energy-balance checks. Collective.
     pub fn elastic_energy(&self) -> f64 {
         let ps = &self.ps;
-        let cell = self.domain.size();
-        let mut e = 0.0;
+        let mut e = ExactSum::new();
         let shear = |st: &crate::contact::store::ContactState| {
             if st.phys.ks > 0.0 {
                 0.5 * st.fs.norm_squared() / st.phys.ks
@@ -302,17 +509,9 @@ impl Simulation {
         };
         for k in 0..self.pairs.len() {
             let st = &self.pairs.state[k];
-            let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
-            if self.pairs.active[k] && i < ps.n_owned {
-                let l = crate::contact::geom::branch(
-                    ps.pos[i],
-                    ps.pos[j],
-                    ps.image[i],
-                    ps.image[j],
-                    &cell,
-                );
-                let u_n = (l.norm() - ps.radius[i] - ps.radius[j]).min(0.0);
-                e += 0.5 * st.phys.kn * u_n * u_n + shear(st);
+            if self.pairs.active[k] && (self.pairs.i[k] as usize) < ps.n_owned {
+                let u_n = (-self.pair_overlap(k).1).min(0.0);
+                e.add(0.5 * st.phys.kn * u_n * u_n + shear(st));
             }
         }
         for k in 0..self.wall_pairs.len() {
@@ -321,10 +520,12 @@ impl Simulation {
                 let i = self.wall_pairs.i[k] as usize;
                 let w = &self.walls[self.wall_pairs.j[k] as usize];
                 let u_n = ((ps.pos[i] - w.point).dot(&w.normal) - ps.radius[i]).min(0.0);
-                e += 0.5 * st.phys.kn * u_n * u_n + shear(st);
+                e.add(0.5 * st.phys.kn * u_n * u_n + shear(st));
             }
         }
-        e
+        let mut v = [e];
+        self.comm.sum_exact(&mut v);
+        v[0].value()
     }
 
     /// Local index of the owned particle with global id `gid` (linear search; tests/tools).

@@ -290,8 +290,7 @@ mod tests {
         };
         for (seed, skin) in [(5u64, 0.0), (6, 0.4)] {
             let mut ps = cloud(600, 20.0, seed);
-            let mut src = Vec::new();
-            d.build_ghosts(&mut ps, 2.0 + skin, &mut src);
+            d.build_ghosts(&mut ps, 2.0 + skin);
             assert!(ps.n_ghosts() > 50);
             let (mut grid, mut out) = (CellGrid::default(), Vec::new());
             sphere_candidates(&ps, skin, &d.size(), &mut grid, &mut out);

@@ -27,6 +27,33 @@ impl ContactState {
     }
 }
 
+impl ContactState {
+    /// Length of [`ContactState::pack`]'s record.
+    pub const N_F64: usize = 10;
+
+    /// Flatten into `f64`s (migration messages and checkpoints).
+    pub fn pack(&self, out: &mut Vec<f64>) {
+        out.extend_from_slice(self.n_old.as_slice());
+        out.extend_from_slice(self.fs.as_slice());
+        let p = &self.phys;
+        out.extend_from_slice(&[p.kn, p.ks, p.tan_phi, p.cn]);
+    }
+
+    /// Inverse of [`ContactState::pack`] (`v` holds exactly `N_F64` values).
+    pub fn unpack(v: &[f64]) -> Self {
+        ContactState {
+            n_old: V3::new(v[0], v[1], v[2]),
+            fs: V3::new(v[3], v[4], v[5]),
+            phys: FrictPhys {
+                kn: v[6],
+                ks: v[7],
+                tan_phi: v[8],
+                cn: v[9],
+            },
+        }
+    }
+}
+
 /// Result of one pair for one step: force on particle 1 and torques on 1 and 2.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PairForce {
@@ -81,14 +108,26 @@ impl PairList {
             .count()
     }
 
+    /// Add the history of active contacts that arrived with migrating particles; the next
+    /// [`PairList::merge`] hands it to the candidate with the same key. Local indices are
+    /// meaningless until then.
+    pub fn absorb(&mut self, key: (u64, u64), state: ContactState) {
+        self.key.push(key);
+        self.i.push(u32::MAX);
+        self.j.push(u32::MAX);
+        self.active.push(true);
+        self.state.push(state);
+    }
+
     /// Replace the pair list by `cands` (sorted by key), keeping the history of every pair that
     /// was there before, then order the pairs by the local index of their first particle
     /// (memory locality: particles are stored along a space-filling curve). A key may appear
     /// twice: a pair across a periodic boundary is found from both owned sides (each copy applies
     /// the force to its owned particle only, "newton off"); both copies carry bit-identical
     /// histories, so either old copy serves both. Returns the number of active contacts dropped
-    /// because their pair is no longer a candidate (must be 0 when the skin logic is right).
-    pub fn merge(&mut self, cands: &[Candidate]) -> usize {
+    /// because their pair is no longer a candidate although `mine(key)` says this rank still
+    /// owns one of its particles (must be 0 when the skin logic is right).
+    pub fn merge(&mut self, cands: &[Candidate], mine: impl Fn((u64, u64)) -> bool) -> usize {
         debug_assert!(cands.windows(2).all(|w| w[0].key <= w[1].key));
         // The old list is in locality order: visit it in key order through a permutation.
         let mut order = std::mem::take(&mut self.order);
@@ -96,7 +135,9 @@ impl PairList {
         order.extend(0..self.key.len() as u32);
         {
             let k = &self.key;
-            order.sort_unstable_by_key(|&o| (k[o as usize], o));
+            // Among copies of one key, an active one first: it carries the history.
+            let a = &self.active;
+            order.sort_unstable_by_key(|&o| (k[o as usize], !a[o as usize], o));
         }
         std::mem::swap(&mut self.key, &mut self.scratch_key);
         std::mem::swap(&mut self.state, &mut self.scratch_state);
@@ -114,8 +155,10 @@ impl PairList {
         // An old entry is lost if active, not matched by the previous candidate, and not a
         // duplicate of the entry before it.
         let is_lost = |o: usize, prev: Option<(u64, u64)>| {
-            (old_a[order[o] as usize] && prev != Some(key(o)) && (o == 0 || key(o - 1) != key(o)))
-                as usize
+            (old_a[order[o] as usize]
+                && prev != Some(key(o))
+                && (o == 0 || key(o - 1) != key(o))
+                && mine(key(o))) as usize
         };
         for c in cands {
             while o < order.len() && key(o) < c.key {
@@ -186,11 +229,11 @@ mod tests {
     #[test]
     fn merge_keeps_history_by_key() {
         let mut pl = PairList::default();
-        pl.merge(&[cand(0, 1), cand(0, 2), cand(1, 3)]);
+        pl.merge(&[cand(0, 1), cand(0, 2), cand(1, 3)], |_| true);
         pl.active[1] = true;
         pl.state[1].fs = V3::new(1.0, 2.0, 3.0);
         pl.active[2] = true;
-        let lost = pl.merge(&[cand(0, 2), cand(2, 3)]);
+        let lost = pl.merge(&[cand(0, 2), cand(2, 3)], |_| true);
         assert_eq!(lost, 1); // (1,3) was active and vanished
         assert_eq!(pl.key, vec![(0, 2), (2, 3)]);
         assert_eq!(pl.state[0].fs, V3::new(1.0, 2.0, 3.0));

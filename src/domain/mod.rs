@@ -5,6 +5,10 @@
 //! covered; the MPI decomposition extends exactly this with neighbour ranks. The only place
 //! that will call rsmpi (see [`mpi_env`]).
 
+pub mod comm;
+pub mod decomp;
+pub mod exact;
+pub mod halo;
 pub mod mpi_env;
 
 use crate::error::{Error, Result};
@@ -96,36 +100,11 @@ impl Domain {
         None
     }
 
-    /// Append periodic ghost images of every particle within `halo` of a periodic face, in
-    /// three sweeps. `src[g - n_owned]` records the local index each ghost copies.
-    pub fn build_ghosts(&self, ps: &mut Particles, halo: f64, src: &mut Vec<u32>) {
-        src.clear();
-        for a in 0..3 {
-            if !self.periodic[a] {
-                continue;
-            }
-            let m = ps.len();
-            for k in 0..m {
-                let x = ps.pos[k][a];
-                for (near, shift) in [(x < self.lo[a] + halo, 1), (x >= self.hi[a] - halo, -1)] {
-                    if near {
-                        let mut g = ps.get(k);
-                        g.image[a] += shift;
-                        ps.push(&g);
-                        src.push(k as u32);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Copy the owners' kinematics into the ghosts (every step between rebuilds). Ghosts are
-    /// refreshed in creation order, so ghosts of ghosts see fresh data.
-    pub fn refresh_ghosts(&self, ps: &mut Particles, src: &[u32]) {
-        let n = ps.n_owned;
-        for (g, &s) in src.iter().enumerate() {
-            ps.copy_kinematics(s as usize, n + g);
-        }
+    /// Append periodic ghost images of every particle within `halo` of a periodic face, on a
+    /// single rank (the one-rank case of [`halo::Halo::build_ghosts`]).
+    pub fn build_ghosts(&self, ps: &mut Particles, halo: f64) {
+        let dec = decomp::Decomp::serial(self);
+        halo::Halo::default().build_ghosts(&comm::Comm::Serial, &dec, ps, &self.size(), halo);
     }
 }
 
@@ -144,13 +123,12 @@ mod tests {
         let mut ps = Particles::default();
         ps.push_owned(&Particle::sphere(0, V3::repeat(0.5), 0.5, 1.0, 0));
         ps.push_owned(&Particle::sphere(1, V3::repeat(5.0), 0.5, 1.0, 0));
-        let mut src = Vec::new();
-        d.build_ghosts(&mut ps, 1.5, &mut src);
+        d.build_ghosts(&mut ps, 1.5);
         assert_eq!(ps.n_ghosts(), 7);
         let mut imgs: Vec<_> = ps.image[2..].to_vec();
         imgs.sort();
         assert!(imgs.contains(&[1, 1, 1]));
-        assert!(src.iter().all(|&s| ps.gid[s as usize] == 0));
+        assert!(ps.gid[2..].iter().all(|&g| g == 0));
     }
 
     #[test]

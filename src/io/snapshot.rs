@@ -20,30 +20,44 @@ pub struct SnapshotData {
     pub ncontacts: Vec<u32>,
 }
 
+/// `f64`s per particle in the gather message: gid, pos, vel, angvel, radius, ncontacts.
+const REC: usize = 12;
+
 impl SnapshotData {
-    pub fn from_sim(sim: &Simulation) -> Self {
+    /// Gather the owned particles of every rank on rank 0, sorted by gid (collective; `None`
+    /// on the other ranks).
+    pub fn from_sim(sim: &Simulation) -> Option<Self> {
         let ps = &sim.ps;
         let n = ps.n_owned;
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_unstable_by_key(|&i| ps.gid[i]);
         let mut counts = Vec::new();
         contact_counts(n, &sim.pairs, &sim.wall_pairs, &mut counts);
-        let flat = |v: &[crate::V3]| -> Vec<f64> {
-            order
-                .iter()
-                .flat_map(|&i| [v[i].x, v[i].y, v[i].z])
+        let mut buf = Vec::with_capacity(n * REC);
+        for (i, &c) in counts.iter().enumerate() {
+            buf.push(f64::from_bits(ps.gid[i]));
+            for v in [ps.pos[i], ps.vel[i], ps.angvel[i]] {
+                buf.extend_from_slice(v.as_slice());
+            }
+            buf.push(ps.radius[i]);
+            buf.push(c as f64);
+        }
+        let all = sim.comm.gather_f64s(&buf)?;
+        let mut recs: Vec<&[f64]> = all.chunks_exact(REC).collect();
+        recs.sort_unstable_by_key(|r| r[0].to_bits());
+        let flat = |k: usize| -> Vec<f64> {
+            recs.iter()
+                .flat_map(|r| [r[k], r[k + 1], r[k + 2]])
                 .collect()
         };
-        SnapshotData {
+        Some(SnapshotData {
             step: sim.step,
             time: sim.time,
-            gid: order.iter().map(|&i| ps.gid[i]).collect(),
-            pos: flat(&ps.pos),
-            vel: flat(&ps.vel),
-            angvel: flat(&ps.angvel),
-            radius: order.iter().map(|&i| ps.radius[i]).collect(),
-            ncontacts: order.iter().map(|&i| counts[i]).collect(),
-        }
+            gid: recs.iter().map(|r| r[0].to_bits()).collect(),
+            pos: flat(1),
+            vel: flat(4),
+            angvel: flat(7),
+            radius: recs.iter().map(|r| r[10]).collect(),
+            ncontacts: recs.iter().map(|r| r[11] as u32).collect(),
+        })
     }
 }
 
@@ -126,17 +140,24 @@ pub struct SnapshotWriter {
 }
 
 impl SnapshotWriter {
-    pub fn new(out_dir: &Path) -> Result<Self> {
+    /// `root`: this rank writes files (rank 0); the others only take part in the gathers.
+    pub fn new(out_dir: &Path, root: bool) -> Result<Self> {
         let dir = out_dir.join("snapshots");
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        if root {
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        }
         Ok(SnapshotWriter {
             dir,
             entries: Vec::new(),
         })
     }
 
-    pub fn write(&mut self, sim: &Simulation) -> Result<PathBuf> {
-        let d = SnapshotData::from_sim(sim);
+    /// Write a snapshot of the current state (collective: every rank calls it; rank 0
+    /// writes). Returns the file written (on rank 0).
+    pub fn write(&mut self, sim: &Simulation) -> Result<Option<PathBuf>> {
+        let Some(d) = SnapshotData::from_sim(sim) else {
+            return Ok(None);
+        };
         let path = self.dir.join(format!("snap_{:09}.h5", d.step));
         write_h5(&path, &d)?;
         self.entries.retain(|e| e.0 != d.step);
@@ -147,7 +168,7 @@ impl SnapshotWriter {
             .unwrap_or(Path::new("."))
             .join("snapshots.xmf");
         super::write_atomic(&xmf, xdmf(&self.entries).as_bytes())?;
-        Ok(path)
+        Ok(Some(path))
     }
 }
 

@@ -1,0 +1,339 @@
+//! The communicator of a run: either a single process (`Serial`, unit tests and one-rank runs
+//! without `mpirun`) or real MPI through rsmpi on a Cartesian communicator. Everything the rest
+//! of the code needs from MPI is a method here — neighbour exchange along one axis, reductions,
+//! gathers to rank 0, abort — so physics modules never see MPI (ARCHITECTURE.md "Modules").
+//!
+//! Messages are `f64` slices (gids and integers travel as bit patterns, see `halo.rs`), so one
+//! MPI datatype serves every message and buffers are reused across steps.
+
+use mpi::collective::SystemOperation;
+use mpi::datatype::PartitionMut;
+use mpi::topology::{CartesianCommunicator, Communicator, SimpleCommunicator};
+use mpi::traits::*;
+use mpi::Count;
+
+/// Tag of messages travelling towards higher coordinates (received from the lower neighbour).
+const TAG_UP: i32 = 11;
+/// Tag of messages travelling towards lower coordinates.
+const TAG_DOWN: i32 = 12;
+
+pub enum Comm {
+    /// One process, no MPI calls: a periodic axis is its own neighbour.
+    Serial,
+    Mpi(MpiComm),
+}
+
+pub struct MpiComm {
+    world: SimpleCommunicator,
+    cart: CartesianCommunicator,
+    /// Lower and upper neighbour rank (in `cart`) along each axis; `None` at an open boundary.
+    nbr: [[Option<i32>; 2]; 3],
+    rank: i32,
+    coords: [usize; 3],
+}
+
+// SAFETY: MPI is initialised with `Threading::Serialized` (mpi_env.rs), and the code calls MPI
+// from one thread at a time (the thread running the step loop); the communicator handles are
+// plain process-wide identifiers that may move between threads.
+unsafe impl Send for Comm {}
+unsafe impl Sync for Comm {}
+
+impl Comm {
+    /// The world communicator arranged as a `dims` Cartesian grid (ranks not reordered, so the
+    /// layout is the same on every machine). Must be called after MPI initialisation, by every
+    /// rank, with the same arguments.
+    pub fn cartesian(dims: [usize; 3], periodic: [bool; 3]) -> Option<Comm> {
+        let world = SimpleCommunicator::world();
+        let d: Vec<Count> = dims.iter().map(|&x| x as Count).collect();
+        let cart = world.create_cartesian_communicator(&d, &periodic, false)?;
+        let layout = cart.get_layout();
+        let mut nbr = [[None; 2]; 3];
+        for (a, n) in nbr.iter_mut().enumerate() {
+            let (lo, hi) = cart.shift(a as Count, 1);
+            *n = [lo, hi];
+        }
+        let coords = [
+            layout.coords[0] as usize,
+            layout.coords[1] as usize,
+            layout.coords[2] as usize,
+        ];
+        let rank = cart.rank();
+        Some(Comm::Mpi(MpiComm {
+            world,
+            cart,
+            nbr,
+            rank,
+            coords,
+        }))
+    }
+
+    /// Number of ranks in the world communicator (1 when MPI is not initialised: call only
+    /// after `MpiEnv::init`).
+    pub fn world_size() -> usize {
+        SimpleCommunicator::world().size() as usize
+    }
+
+    /// This process' rank in the world communicator.
+    pub fn world_rank() -> usize {
+        SimpleCommunicator::world().rank() as usize
+    }
+
+    pub fn rank(&self) -> usize {
+        match self {
+            Comm::Serial => 0,
+            Comm::Mpi(m) => m.rank as usize,
+        }
+    }
+
+    pub fn size(&self) -> usize {
+        match self {
+            Comm::Serial => 1,
+            Comm::Mpi(m) => m.cart.size() as usize,
+        }
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.rank() == 0
+    }
+
+    /// This rank's coordinates in the rank grid.
+    pub fn coords(&self) -> [usize; 3] {
+        match self {
+            Comm::Serial => [0; 3],
+            Comm::Mpi(m) => m.coords,
+        }
+    }
+
+    /// Exchange with both neighbours along `axis`: `down` goes to the lower neighbour, `up` to
+    /// the upper one; `from_lo` receives what the lower neighbour sent up, `from_hi` what the
+    /// upper one sent down. `has` says which neighbours exist ([lower, upper]); a missing
+    /// neighbour (open boundary) leaves its receive buffer empty. With one rank along a
+    /// periodic axis the rank is its own neighbour. Non-blocking sends and receives; the
+    /// buffers keep their capacity across calls.
+    pub fn exchange(
+        &self,
+        axis: usize,
+        has: [bool; 2],
+        down: &[f64],
+        up: &[f64],
+        from_lo: &mut Vec<f64>,
+        from_hi: &mut Vec<f64>,
+    ) {
+        from_lo.clear();
+        from_hi.clear();
+        match self {
+            Comm::Serial => {
+                // Single rank, periodic axis: my lower neighbour is me, so what I receive from
+                // below is what I sent up.
+                if has[0] {
+                    from_lo.extend_from_slice(up);
+                }
+                if has[1] {
+                    from_hi.extend_from_slice(down);
+                }
+            }
+            Comm::Mpi(m) => m.exchange(axis, down, up, from_lo, from_hi),
+        }
+    }
+
+    /// Global maximum.
+    pub fn max_f64(&self, x: f64) -> f64 {
+        match self {
+            Comm::Serial => x,
+            Comm::Mpi(m) => {
+                let mut y = 0.0;
+                m.world.all_reduce_into(&x, &mut y, SystemOperation::max());
+                y
+            }
+        }
+    }
+
+    /// Global minimum.
+    pub fn min_f64(&self, x: f64) -> f64 {
+        -self.max_f64(-x)
+    }
+
+    /// Element-wise global sum, in place (rank order of summation is MPI's: not reproducible
+    /// across rank counts; see `ExactSum` for that).
+    pub fn sum_f64s(&self, v: &mut [f64]) {
+        if let Comm::Mpi(m) = self {
+            let send = v.to_vec();
+            m.world
+                .all_reduce_into(&send[..], v, SystemOperation::sum());
+        }
+    }
+
+    /// Element-wise global sum of integers, in place (exact).
+    pub fn sum_i64s(&self, v: &mut [i64]) {
+        if let Comm::Mpi(m) = self {
+            let send = v.to_vec();
+            m.world
+                .all_reduce_into(&send[..], v, SystemOperation::sum());
+        }
+    }
+
+    /// Global exact sums, in place: every rank gets the same bits whatever the rank count
+    /// (the limbs are integers; a NaN/inf anywhere makes the sum NaN/inf everywhere).
+    pub fn sum_exact(&self, sums: &mut [super::exact::ExactSum]) {
+        if let Comm::Serial = self {
+            return;
+        }
+        let mut flat: Vec<i64> = Vec::new();
+        for s in sums.iter_mut() {
+            flat.extend_from_slice(s.limbs_mut());
+        }
+        self.sum_i64s(&mut flat);
+        let mut sp: Vec<f64> = sums.iter().map(|s| s.special().unwrap_or(0.0)).collect();
+        let any_special = self.any(sums.iter().any(|s| s.special().is_some()));
+        if any_special {
+            self.sum_f64s(&mut sp);
+        }
+        for (k, s) in sums.iter_mut().enumerate() {
+            let l = s.limbs_mut();
+            let n = l.len();
+            l.copy_from_slice(&flat[k * n..(k + 1) * n]);
+            s.normalise();
+            s.set_special(if any_special && sp[k] != 0.0 {
+                Some(sp[k])
+            } else {
+                None
+            });
+        }
+    }
+
+    pub fn sum_u64(&self, x: u64) -> u64 {
+        let mut v = [x as i64];
+        self.sum_i64s(&mut v);
+        v[0] as u64
+    }
+
+    /// Exclusive prefix sum over ranks (0 on rank 0).
+    pub fn exscan_u64(&self, x: u64) -> u64 {
+        match self {
+            Comm::Serial => 0,
+            Comm::Mpi(m) => {
+                let mut y: u64 = 0;
+                m.world
+                    .exclusive_scan_into(&x, &mut y, SystemOperation::sum());
+                if m.rank == 0 {
+                    0
+                } else {
+                    y
+                }
+            }
+        }
+    }
+
+    /// True on every rank if `x` is true on some rank.
+    pub fn any(&self, x: bool) -> bool {
+        self.max_f64(x as u8 as f64) > 0.0
+    }
+
+    /// Gather variable-length slices on rank 0, concatenated in rank order (None elsewhere).
+    pub fn gather_f64s(&self, v: &[f64]) -> Option<Vec<f64>> {
+        match self {
+            Comm::Serial => Some(v.to_vec()),
+            Comm::Mpi(m) => {
+                let root = m.world.process_at_rank(0);
+                let n = v.len() as Count;
+                if m.rank == 0 {
+                    let mut counts = vec![0 as Count; m.world.size() as usize];
+                    root.gather_into_root(&n, &mut counts[..]);
+                    let displs: Vec<Count> = counts
+                        .iter()
+                        .scan(0, |acc, &c| {
+                            let d = *acc;
+                            *acc += c;
+                            Some(d)
+                        })
+                        .collect();
+                    let total: Count = counts.iter().sum();
+                    let mut buf = vec![0.0; total as usize];
+                    {
+                        let mut part = PartitionMut::new(&mut buf[..], counts, &displs[..]);
+                        root.gather_varcount_into_root(v, &mut part);
+                    }
+                    Some(buf)
+                } else {
+                    root.gather_into(&n);
+                    root.gather_varcount_into(v);
+                    None
+                }
+            }
+        }
+    }
+
+    /// Broadcast a string from rank 0 (e.g. an error message decided there).
+    pub fn broadcast_bytes(&self, bytes: &mut Vec<u8>) {
+        if let Comm::Mpi(m) = self {
+            let root = m.world.process_at_rank(0);
+            let mut n = bytes.len() as u64;
+            root.broadcast_into(&mut n);
+            bytes.resize(n as usize, 0);
+            root.broadcast_into(&mut bytes[..]);
+        }
+    }
+
+    pub fn barrier(&self) {
+        if let Comm::Mpi(m) = self {
+            m.world.barrier();
+        }
+    }
+
+    /// Abort every rank of the job (a rank that failed alone must not leave the others hanging
+    /// in a collective).
+    pub fn abort(&self, code: i32) -> ! {
+        match self {
+            Comm::Serial => std::process::exit(code),
+            Comm::Mpi(m) => m.world.abort(code),
+        }
+    }
+
+    /// The raw world communicator, for MPI-IO in `io/` (parallel HDF5).
+    pub fn world(&self) -> Option<&SimpleCommunicator> {
+        match self {
+            Comm::Serial => None,
+            Comm::Mpi(m) => Some(&m.world),
+        }
+    }
+}
+
+impl MpiComm {
+    fn exchange(
+        &self,
+        axis: usize,
+        down: &[f64],
+        up: &[f64],
+        from_lo: &mut Vec<f64>,
+        from_hi: &mut Vec<f64>,
+    ) {
+        let [lo, hi] = self.nbr[axis];
+        let at = |r: i32| self.cart.process_at_rank(r);
+        // Sizes first, then the payloads; both phases non-blocking, no allocation.
+        let (n_down, n_up) = (down.len() as u64, up.len() as u64);
+        let (mut m_lo, mut m_hi) = (0u64, 0u64);
+        mpi::request::scope(|scope| {
+            let r1 = lo.map(|r| at(r).immediate_receive_into_with_tag(scope, &mut m_lo, TAG_UP));
+            let r2 = hi.map(|r| at(r).immediate_receive_into_with_tag(scope, &mut m_hi, TAG_DOWN));
+            let s1 = lo.map(|r| at(r).immediate_send_with_tag(scope, &n_down, TAG_DOWN));
+            let s2 = hi.map(|r| at(r).immediate_send_with_tag(scope, &n_up, TAG_UP));
+            r1.map(|r| r.wait());
+            r2.map(|r| r.wait());
+            s1.map(|r| r.wait());
+            s2.map(|r| r.wait());
+        });
+        from_lo.resize(m_lo as usize, 0.0);
+        from_hi.resize(m_hi as usize, 0.0);
+        mpi::request::scope(|scope| {
+            let (bl, bh) = (&mut from_lo[..], &mut from_hi[..]);
+            let r1 = lo.map(|r| at(r).immediate_receive_into_with_tag(scope, bl, TAG_UP));
+            let r2 = hi.map(|r| at(r).immediate_receive_into_with_tag(scope, bh, TAG_DOWN));
+            let s1 = lo.map(|r| at(r).immediate_send_with_tag(scope, down, TAG_DOWN));
+            let s2 = hi.map(|r| at(r).immediate_send_with_tag(scope, up, TAG_UP));
+            r1.map(|r| r.wait());
+            r2.map(|r| r.wait());
+            s1.map(|r| r.wait());
+            s2.map(|r| r.wait());
+        });
+    }
+}

@@ -1,0 +1,216 @@
+//! Order-independent exact summation of `f64` (a fixed-point "superaccumulator" covering the
+//! whole double range). Adding the same numbers in any order, on any number of ranks, gives
+//! the same bits: the sum is exact, and rounded once at the end. Used for every global sum
+//! (energies, contact and wall forces, stresses fed to controllers), so the time series are
+//! identical for any rank and thread count (ARCHITECTURE.md "Reproducibility").
+
+/// Limbs of 32 bits; bit 0 of limb 0 is 2^−1074 (the smallest subnormal). 66 limbs cover the
+/// largest double, two more give room for carries.
+const LIMBS: usize = 68;
+/// Additions between carry normalisations: each adds < 2^32 to a limb, an i64 holds 2^63.
+const NORMALISE_EVERY: u32 = 1 << 30;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExactSum {
+    limbs: [i64; LIMBS],
+    pending: u32,
+    /// A NaN or infinity was added: the sum is that (not exact arithmetic any more).
+    special: Option<f64>,
+}
+
+impl Default for ExactSum {
+    fn default() -> Self {
+        ExactSum {
+            limbs: [0; LIMBS],
+            pending: 0,
+            special: None,
+        }
+    }
+}
+
+impl ExactSum {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn add(&mut self, x: f64) {
+        if x == 0.0 {
+            return;
+        }
+        if !x.is_finite() {
+            self.special = Some(match self.special {
+                Some(s) => s + x,
+                None => x,
+            });
+            return;
+        }
+        let bits = x.to_bits();
+        let exp = ((bits >> 52) & 0x7ff) as i64;
+        let frac = bits & ((1u64 << 52) - 1);
+        // x = m · 2^(pos − 1074) with m a 53-bit integer.
+        let (m, pos) = if exp == 0 {
+            (frac, 0)
+        } else {
+            (frac | (1u64 << 52), exp - 1)
+        };
+        let (limb, off) = ((pos / 32) as usize, (pos % 32) as u32);
+        let v = (m as u128) << off;
+        let neg = bits >> 63 == 1;
+        for k in 0..3 {
+            let part = ((v >> (32 * k)) & 0xffff_ffff) as i64;
+            if part != 0 {
+                self.limbs[limb + k] += if neg { -part } else { part };
+            }
+        }
+        self.pending += 1;
+        if self.pending >= NORMALISE_EVERY {
+            self.normalise();
+        }
+    }
+
+    /// Carry-propagate so every limb but the top lies in [0, 2^32): a canonical form of the
+    /// exact value.
+    pub fn normalise(&mut self) {
+        for k in 0..LIMBS - 1 {
+            let c = self.limbs[k] >> 32;
+            self.limbs[k] -= c << 32;
+            self.limbs[k + 1] += c;
+        }
+        self.pending = 0;
+    }
+
+    /// Add another accumulator (e.g. from another thread).
+    pub fn merge(&mut self, o: &ExactSum) {
+        self.normalise();
+        let mut o = o.clone();
+        o.normalise();
+        for k in 0..LIMBS {
+            self.limbs[k] += o.limbs[k];
+        }
+        if let Some(s) = o.special {
+            self.special = Some(self.special.map_or(s, |t| t + s));
+        }
+        self.normalise();
+    }
+
+    /// The limbs, normalised, for a global integer allreduce (see `Comm::sum_exact`).
+    pub fn limbs_mut(&mut self) -> &mut [i64; LIMBS] {
+        self.normalise();
+        &mut self.limbs
+    }
+
+    /// The special value (NaN/inf) as an f64 that survives a max-reduction: NaN if any.
+    pub fn special(&self) -> Option<f64> {
+        self.special
+    }
+    pub fn set_special(&mut self, s: Option<f64>) {
+        self.special = s;
+    }
+
+    /// The exact sum rounded to the nearest double.
+    pub fn value(&self) -> f64 {
+        if let Some(s) = self.special {
+            return s;
+        }
+        let mut l = self.limbs;
+        let norm = |l: &mut [i64; LIMBS]| {
+            for k in 0..LIMBS - 1 {
+                let c = l[k] >> 32;
+                l[k] -= c << 32;
+                l[k + 1] += c;
+            }
+        };
+        norm(&mut l);
+        let neg = l[LIMBS - 1] < 0;
+        if neg {
+            for x in l.iter_mut() {
+                *x = -*x;
+            }
+            norm(&mut l);
+        }
+        let Some(h) = (0..LIMBS).rev().find(|&k| l[k] != 0) else {
+            return 0.0;
+        };
+        // The top three limbs (≥ 65 significant bits) plus a sticky bit for the rest round
+        // correctly to 53 bits in one conversion.
+        let lo = h.saturating_sub(2);
+        let mut top: u128 = 0;
+        for k in (lo..=h).rev() {
+            top = (top << 32) | l[k] as u64 as u128;
+        }
+        if l[..lo].iter().any(|&x| x != 0) {
+            top |= 1;
+        }
+        // Scale by 2^e in two exact powers of two (each within the normal range).
+        let e = 32 * lo as i64 - 1074;
+        let pow2 = |k: i64| f64::from_bits(((k + 1023) as u64) << 52);
+        let v = top as f64 * pow2(e / 2) * pow2(e - e / 2);
+        if neg {
+            -v
+        } else {
+            v
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(s: &mut u64) -> f64 {
+        *s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (*s >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    #[test]
+    fn sum_is_exact_and_order_independent() {
+        // 1e16 + 1 − 1e16 loses the 1 in floating point; the exact sum keeps it.
+        let mut s = ExactSum::new();
+        for x in [1e16, 1.0, -1e16] {
+            s.add(x);
+        }
+        assert_eq!(s.value(), 1.0);
+        // Random values of wildly different magnitude, in two orders and split in two parts.
+        let mut seed = 7;
+        let v: Vec<f64> = (0..5000)
+            .map(|_| (lcg(&mut seed) - 0.5) * 10f64.powi((lcg(&mut seed) * 40.0) as i32 - 20))
+            .collect();
+        let mut a = ExactSum::new();
+        v.iter().for_each(|&x| a.add(x));
+        let mut b1 = ExactSum::new();
+        let mut b2 = ExactSum::new();
+        v.iter().rev().step_by(2).for_each(|&x| b1.add(x));
+        v.iter().rev().skip(1).step_by(2).for_each(|&x| b2.add(x));
+        b1.merge(&b2);
+        assert_eq!(a.value().to_bits(), b1.value().to_bits());
+        // and it equals a careful (sorted by magnitude) float sum to round-off
+        let mut w = v.clone();
+        w.sort_by(|x, y| x.abs().partial_cmp(&y.abs()).unwrap());
+        let f: f64 = w.iter().sum();
+        assert!(
+            (a.value() - f).abs() <= 1e-12 * f.abs().max(1e-20),
+            "{} {f}",
+            a.value()
+        );
+    }
+
+    #[test]
+    fn extremes_and_negatives() {
+        for x in [5e-324, -5e-324, 1.7e308, -2.5, 0.1, 3.0e-310] {
+            let mut s = ExactSum::new();
+            s.add(x);
+            assert_eq!(s.value(), x, "{x}");
+        }
+        let mut s = ExactSum::new();
+        s.add(0.1);
+        s.add(0.2);
+        // one IEEE addition is the correctly rounded exact sum
+        assert_eq!(s.value(), 0.1 + 0.2);
+        let mut s = ExactSum::new();
+        s.add(f64::NAN);
+        s.add(1.0);
+        assert!(s.value().is_nan());
+    }
+}
