@@ -1,5 +1,6 @@
 //! The DEM loop of one rank (ARCHITECTURE.md "The one picture"; thesis §1.1 engine order):
-//! rebuild or refresh ghosts → contacts → force gather + integrate (one pass) → move walls.
+//! rebuild (if needed) → contacts → force gather + integrate (one pass) → move walls →
+//! refresh ghosts.
 //! No I/O here: the driver in `io::run` writes outputs between steps.
 
 use crate::collide::{self, CellGrid};
@@ -328,18 +329,15 @@ impl Simulation {
         ps.permute_owned(&self.perm, &mut self.scratch);
     }
 
-    /// Advance one time step.
+    /// Advance one time step. Ghosts are refreshed at the end of the step, so that between
+    /// steps (outputs, stats, checkpoints) every copy of a particle holds its current state.
     pub fn step(&mut self) -> Result<()> {
         let t0 = Instant::now();
-        let mut t_comm = Duration::ZERO;
-        let rebuilt = self.need_rebuild;
-        if rebuilt {
+        if self.need_rebuild {
             let c0 = self.timers.comm;
             self.rebuild()?;
-            t_comm = self.timers.comm - c0;
-            self.timers.comm = c0;
-        } else {
-            self.halo_ex.refresh(&self.comm, &self.dec, &mut self.ps);
+            let t_comm = self.timers.comm - c0;
+            self.timers.collide += t0.elapsed().saturating_sub(t_comm);
         }
         let t1 = Instant::now();
         let cell = self.domain.size();
@@ -373,6 +371,7 @@ impl Simulation {
         }
         let half = 0.5 * self.skin;
         let t3 = Instant::now();
+        self.halo_ex.refresh(&self.comm, &self.dec, &mut self.ps);
         // Verlet trigger (thesis eq. 2.10–2.12): a particle or wall moved more than skin/2 on
         // some rank (a global OR; the max is order-independent, so rebuild steps are the same
         // for every rank count). NaN counts as a move.
@@ -383,12 +382,6 @@ impl Simulation {
         self.step += 1;
         self.time += self.dt;
         let t4 = Instant::now();
-        if rebuilt {
-            self.timers.comm += t_comm;
-            self.timers.collide += (t1 - t0).saturating_sub(t_comm);
-        } else {
-            self.timers.comm += t1 - t0;
-        }
         self.timers.comm += t4 - t3;
         self.timers.contact += t2 - t1;
         self.timers.integrate += t3 - t2;
