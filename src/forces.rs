@@ -54,8 +54,7 @@ fn offsets(n_owned: usize, cols: &[&[u32]], start: &mut Vec<u32>) {
 
 impl ForceSlots {
     /// Rebuild after the pair lists changed (rebuild steps only). Each owned particle's slots
-    /// are ordered by partner gid (sphere pairs), then by wall index (wall pairs are stored in
-    /// (gid, wall) key order).
+    /// are ordered by partner gid (sphere pairs), then by wall index.
     pub fn build(&mut self, n_owned: usize, pairs: &PairList, walls: &PairList) {
         offsets(n_owned, &[&pairs.i, &pairs.j], &mut self.start);
         self.fill.clear();
@@ -88,10 +87,24 @@ impl ForceSlots {
         offsets(n_owned, &[&walls.i], &mut self.wall_start);
         self.fill.clear();
         self.fill.extend_from_slice(&self.wall_start[..n_owned]);
-        self.wall_slot.clear();
-        for &p in &walls.i {
-            self.wall_slot.push(self.fill[p as usize]);
+        // A sphere's wall slots go in wall-index order, whatever order the pair list keeps
+        // (it puts touching pairs first, so the list order changes from rebuild to rebuild).
+        self.entries.clear();
+        self.entries
+            .resize(self.wall_start[n_owned] as usize, (0, 0));
+        for (k, &p) in walls.i.iter().enumerate() {
+            self.entries[self.fill[p as usize] as usize] = (walls.j[k] as u64, k as u32);
             self.fill[p as usize] += 1;
+        }
+        self.wall_slot.clear();
+        self.wall_slot.resize(walls.len(), 0);
+        for p in 0..n_owned {
+            let (a, b) = (self.wall_start[p] as usize, self.wall_start[p + 1] as usize);
+            let seg = &mut self.entries[a..b];
+            seg.sort_unstable();
+            for (s, &(_, k)) in seg.iter().enumerate() {
+                self.wall_slot[k as usize] = (a + s) as u32;
+            }
         }
         self.wall_buf.clear();
         self.wall_buf
