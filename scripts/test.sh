@@ -33,7 +33,7 @@ fi
 
 # Shell scripts: every file that exists among these patterns.
 shopt -s nullglob
-scripts=(scripts/*.sh slurm/*.sbatch bench/*.sh bench/*/*.sh .ci/run)
+scripts=(scripts/*.sh slurm/*.sbatch bench/*.sh bench/*/*.sh bench/scaling .ci/run)
 shopt -u nullglob
 if [ "${#scripts[@]}" -gt 0 ]; then
     syntax_ok=1
