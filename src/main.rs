@@ -1,18 +1,28 @@
 //! `demhpc` command line: parse → validate the scene → run. Exit codes (CONVENTIONS.md):
 //! 0 success, 1 runtime failure, 2 bad input.
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use demhpc::domain::mpi_env::MpiEnv;
+use demhpc::io::checkpoint;
 use demhpc::run::{run, RunOptions};
-use demhpc::scene::Scene;
-use std::path::PathBuf;
+use demhpc::scene::{self, Scene};
+use demhpc::Error;
+use std::path::{Path, PathBuf};
 
 /// Discrete Element Method solver for HPC clusters (Yade/Woo physics, MPI + threads).
 #[derive(Parser, Debug)]
 #[command(name = "demhpc", version, about, long_about = None)]
+#[command(args_conflicts_with_subcommands = true)]
 struct Cli {
-    /// Scene file (RON).
-    scene: PathBuf,
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    /// Scene file (RON). With --restart: optional, a compatible scene (other run length,
+    /// outputs or checkpoint settings) replacing the one stored in the checkpoint.
+    scene: Option<PathBuf>,
+    /// Continue from a checkpoint (e.g. output/NAME/checkpoints/ckpt_0000001000.h5), on any
+    /// number of ranks.
+    #[arg(long, value_name = "CHECKPOINT.h5")]
+    restart: Option<PathBuf>,
     /// Step number at which the run stops, counted from step 0 of the scene.
     #[arg(long, value_name = "N")]
     steps: Option<u64>,
@@ -34,6 +44,15 @@ struct Cli {
     /// Only warnings and errors.
     #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Describe a checkpoint file: step, time, particle and contact counts, ranks, format.
+    Info {
+        /// Checkpoint file (.h5).
+        file: PathBuf,
+    },
 }
 
 fn parse_grid(s: &str) -> Result<[usize; 3], String> {
@@ -72,7 +91,11 @@ fn main() {
         // Progress and summaries come from rank 0; the others report warnings and errors.
         log::set_max_level(log::LevelFilter::Warn);
     }
-    let code = match real_main(&cli, size > 1) {
+    let result = match &cli.cmd {
+        Some(Cmd::Info { file }) => info(file),
+        None => real_main(&cli, size > 1),
+    };
+    let code = match result {
         Ok(()) => 0,
         Err(e) => {
             // Bad input is detected identically on every rank: say it once. A rank that
@@ -109,18 +132,89 @@ fn real_main(cli: &Cli, mpi: bool) -> Result<(), demhpc::Error> {
     pool.install(|| run_scene(cli, mpi))
 }
 
-fn run_scene(cli: &Cli, mpi: bool) -> Result<(), demhpc::Error> {
-    let mut scene = Scene::load(&cli.scene)?;
+/// The scene to run: the file given, or the one stored in the checkpoint (replaced by the file
+/// given when that only changes what a restart may change).
+fn load_scene(cli: &Cli) -> Result<Scene, Error> {
+    let Some(ck) = &cli.restart else {
+        return match &cli.scene {
+            Some(p) => Scene::load(p),
+            None => Err(Error::Input(
+                "give a scene file (demhpc SCENE.ron) or a checkpoint (--restart FILE.h5); see --help"
+                    .into(),
+            )),
+        };
+    };
+    let info = checkpoint::read_info(ck)?;
+    let stored = Scene::parse(&info.scene_text, Path::new(&info.scene_file))?;
+    let Some(p) = &cli.scene else {
+        return Ok(stored);
+    };
+    let given = Scene::load(p)?;
+    let changed = scene::restart_incompatibilities(&stored, &given);
+    if !changed.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: cannot continue {} with this scene: it changes {} (a restart may change only \
+             name, run, output and checkpoint)",
+            p.display(),
+            ck.display(),
+            changed.join(", ")
+        )));
+    }
+    Ok(given)
+}
+
+fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
+    let mut scene = load_scene(cli)?;
     scene.reproducible |= cli.reproducible;
     let opts = RunOptions {
         steps: cli.steps,
         out: cli.out.clone(),
         mpi,
         grid: cli.grid,
+        restart: cli.restart.clone(),
     };
+    demhpc::signals::install();
     let s = run(scene, &opts)?;
     if demhpc::domain::comm::Comm::world_rank() == 0 {
+        if let Some((sig, ck)) = &s.stopped {
+            println!(
+                "stopped by {} after step {}; checkpoint written to {}\nrestart with: demhpc --restart {}",
+                demhpc::signals::name(*sig),
+                s.steps_done,
+                ck.display(),
+                ck.display()
+            );
+        }
         println!("output: {}", s.out_dir.display());
     }
+    Ok(())
+}
+
+/// `demhpc info FILE`.
+fn info(file: &Path) -> Result<(), Error> {
+    let i = checkpoint::read_info(file)?;
+    if demhpc::domain::comm::Comm::world_rank() != 0 {
+        return Ok(());
+    }
+    println!("checkpoint      {}", file.display());
+    println!(
+        "format          {} version {}",
+        checkpoint::FORMAT,
+        i.format_version
+    );
+    println!(
+        "written by      demhpc {} on {} rank(s), grid {}x{}x{}",
+        i.demhpc_version, i.ranks, i.grid[0], i.grid[1], i.grid[2]
+    );
+    println!("scene           {}", i.scene_file);
+    println!("step            {}", i.step);
+    println!("time            {:.9e} s", i.time);
+    println!("dt              {:.6e} s", i.dt);
+    println!("particles       {}", i.n_particles);
+    println!(
+        "contacts        {} sphere-sphere, {} sphere-wall",
+        i.n_contacts, i.n_wall_contacts
+    );
+    println!("reproducible    {}", i.reproducible);
     Ok(())
 }

@@ -2,11 +2,13 @@
 //! snapshots, progress lines and the final timing report (`timing.json`).
 
 use crate::error::{Error, Result};
+use crate::io::checkpoint;
 use crate::io::series::Series;
 use crate::io::snapshot::SnapshotWriter;
 use crate::scene::Scene;
+use crate::signals;
 use crate::sim::Simulation;
-use log::{error, info};
+use log::{error, info, warn};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -20,6 +22,8 @@ pub struct RunOptions {
     pub mpi: bool,
     /// Rank grid forced by the user (default: chosen from the scene's extents).
     pub grid: Option<[usize; 3]>,
+    /// Continue from this checkpoint (the scene must be the one stored in it, or compatible).
+    pub restart: Option<PathBuf>,
 }
 
 /// What a finished run reports.
@@ -29,6 +33,10 @@ pub struct RunSummary {
     pub steps_done: u64,
     pub wall_s: f64,
     pub particle_steps_per_s: f64,
+    /// The run stopped early on this signal, after writing this checkpoint.
+    pub stopped: Option<(i32, PathBuf)>,
+    /// The last checkpoint written by this run.
+    pub checkpoint: Option<PathBuf>,
 }
 
 fn fmt_secs(s: f64) -> String {
@@ -91,23 +99,40 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         .unwrap_or_else(|| Path::new("output").join(&scene.name));
     let end = opts.steps.unwrap_or(scene.steps);
     let output = scene.output.clone();
-    let mut sim = if opts.mpi {
-        Simulation::new_mpi(scene, opts.grid)?
-    } else {
-        Simulation::new(scene)?
+    let ck = scene.checkpoint.clone();
+    let (scene_text, scene_file) = (scene.text.clone(), scene.file.display().to_string());
+    let mut sim = match &opts.restart {
+        Some(path) => restart(scene, opts, path)?,
+        None if opts.mpi => Simulation::new_mpi(scene, opts.grid)?,
+        None => Simulation::new(scene)?,
     };
     let root = sim.comm.is_root();
-    if root {
-        std::fs::create_dir_all(&out_dir).map_err(|e| Error::io(&out_dir, e))?;
+    if root && sim.step >= end {
+        warn!(
+            "the run is already at step {} ≥ the last step {end}: nothing to do (give --steps)",
+            sim.step
+        );
     }
-    let mut series = match root {
-        true => Some(Series::create(
-            &out_dir.join("series.csv"),
-            sim.walls.len(),
-        )?),
-        false => None,
+    let ck_dir = out_dir.join(&ck.dir);
+    if root {
+        std::fs::create_dir_all(&ck_dir).map_err(|e| Error::io(&ck_dir, e))?;
+    }
+    let series_path = out_dir.join("series.csv");
+    let n_walls = sim.walls.len();
+    let mut series = match (root, opts.restart.is_some()) {
+        (true, false) => Some(Series::create(&series_path, n_walls)?),
+        (true, true) => Some(Series::resume(&series_path, n_walls, sim.step)?),
+        (false, _) => None,
     };
-    let mut snaps = SnapshotWriter::new(&out_dir, root)?;
+    let mut snaps = match opts.restart {
+        Some(_) => SnapshotWriter::resume(&out_dir, root, sim.step)?,
+        None => SnapshotWriter::new(&out_dir, root)?,
+    };
+    let save = |sim: &Simulation| -> Result<PathBuf> {
+        write_checkpoint(sim, &ck_dir, ck.keep as usize, &scene_text, &scene_file)
+    };
+    let mut last_checkpoint: Option<PathBuf> = None;
+    let mut last_ckpt_time = Instant::now();
     let n = sim.n_global();
     if root {
         let d = sim.dec.dims;
@@ -132,8 +157,13 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let start = Instant::now();
     let first = sim.step;
     let mut last_progress = Instant::now();
+    let mut stopped = None;
     let result = (|| -> Result<()> {
         while sim.step < end {
+            sim.stop_requested = signals::requested().is_some();
+            sim.checkpoint_requested = root
+                && ck.wall_seconds > 0.0
+                && last_ckpt_time.elapsed().as_secs_f64() >= ck.wall_seconds;
             sim.step()?;
             let t0 = Instant::now();
             let every = output.series_every;
@@ -147,6 +177,20 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             if output.snapshot_every > 0 && sim.step % output.snapshot_every == 0 && sim.step != end
             {
                 snaps.write(&sim)?;
+            }
+            let periodic = ck.every > 0 && sim.step % ck.every == 0;
+            let at_end = ck.at_end && sim.step == end;
+            if periodic || at_end || sim.checkpoint_agreed || sim.stop_agreed {
+                if let Some(s) = series.as_mut() {
+                    s.flush()?;
+                }
+                last_checkpoint = Some(save(&sim)?);
+                last_ckpt_time = Instant::now();
+            }
+            if sim.stop_agreed {
+                let sig = signals::requested().unwrap_or(libc::SIGTERM);
+                stopped = last_checkpoint.clone().map(|p| (sig, p));
+                break;
             }
             if root && last_progress.elapsed().as_secs_f64() >= output.progress_s {
                 last_progress = Instant::now();
@@ -179,10 +223,22 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             Ok(None) => {}
             Err(w) => error!("writing the failure snapshot failed too: {w}"),
         }
+        // A blow-up is detected by all ranks together: they can write a checkpoint of the
+        // failed state for post-mortem (`latest` keeps pointing at the last good one).
+        if matches!(e, Error::Runtime(_) | Error::Peer { .. }) {
+            let p = ck_dir.join(format!("failed_{:010}.h5", sim.step));
+            match checkpoint::write(&sim, &scene_text, &scene_file, &p) {
+                Ok(()) if root => error!("failed state checkpointed to {}", p.display()),
+                Ok(()) => {}
+                Err(w) => error!("writing the failure checkpoint failed too: {w}"),
+            }
+        }
         return Err(e);
     }
     let t0 = Instant::now();
-    snaps.write(&sim)?;
+    if stopped.is_none() {
+        snaps.write(&sim)?;
+    }
     if let Some(s) = series.as_mut() {
         s.flush()?;
     }
@@ -195,6 +251,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         steps_done: done,
         wall_s,
         particle_steps_per_s: psps,
+        stopped,
+        checkpoint: last_checkpoint,
     };
     let phases = phase_stats(&sim);
     let traffic = sim.halo_ex.traffic;
@@ -238,6 +296,84 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         }
     }
     Ok(summary)
+}
+
+/// Build the simulation from a checkpoint (collective).
+fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
+    let info = checkpoint::read_info(path)?;
+    let reproducible = scene.reproducible || info.reproducible;
+    let mut sim =
+        Simulation::new_restart(scene, opts.mpi, opts.grid, (info.bbox_lo, info.bbox_hi))?;
+    if sim.dt.to_bits() != info.dt.to_bits() {
+        return Err(Error::Input(format!(
+            "{}: time step {:e} s differs from the scene's {:e} s",
+            path.display(),
+            info.dt,
+            sim.dt
+        )));
+    }
+    let dec = sim.dec.clone();
+    let restored = checkpoint::read_local(path, &info, |x| dec.owns(x));
+    // A rank that cannot read its part must not leave the others waiting in `restore`.
+    if sim.comm.any(restored.is_err()) {
+        return Err(restored.err().unwrap_or(Error::Peer {
+            rank: sim.comm.rank(),
+            step: info.step,
+        }));
+    }
+    sim.restore(restored?)?;
+    sim.reproducible = reproducible;
+    if sim.comm.is_root() {
+        info!(
+            "restarted from {} at step {} (t = {:.6e} s): {} particles, {} contacts; written by {} rank(s), now {}",
+            path.display(),
+            info.step,
+            info.time,
+            info.n_particles,
+            info.n_contacts + info.n_wall_contacts,
+            info.ranks,
+            sim.comm.size()
+        );
+    }
+    Ok(sim)
+}
+
+/// Write a checkpoint of the current state into `dir`, move `latest` to it and prune old ones
+/// (collective).
+fn write_checkpoint(
+    sim: &Simulation,
+    dir: &Path,
+    keep: usize,
+    scene_text: &str,
+    scene_file: &str,
+) -> Result<PathBuf> {
+    let t0 = Instant::now();
+    let name = checkpoint::file_name(sim.step);
+    let path = dir.join(&name);
+    checkpoint::write(sim, scene_text, scene_file, &path)?;
+    let moved = if sim.comm.is_root() {
+        let r = checkpoint::set_latest(dir, &name);
+        checkpoint::prune(dir, keep);
+        r
+    } else {
+        Ok(())
+    };
+    if sim.comm.any(moved.is_err()) {
+        return Err(moved
+            .err()
+            .unwrap_or_else(|| Error::io(dir, "moving `latest` failed on rank 0")));
+    }
+    if sim.comm.is_root() {
+        let mb = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
+        let s = t0.elapsed().as_secs_f64();
+        info!(
+            "checkpoint at step {}: {} ({mb:.1} MB in {s:.3} s, {:.0} MB/s)",
+            sim.step,
+            path.display(),
+            mb / s.max(1e-9)
+        );
+    }
+    Ok(path)
 }
 
 /// Communication figures of a run.

@@ -4,7 +4,7 @@
 //! No I/O here: the driver in `io::run` writes outputs between steps.
 
 use crate::collide::{self, CellGrid};
-use crate::contact::store::{Candidate, PairList};
+use crate::contact::store::{Candidate, ContactState, PairList};
 use crate::contact::{self, Wall};
 use crate::domain::comm::Comm;
 use crate::domain::decomp::{self, Decomp};
@@ -46,6 +46,27 @@ pub struct Stats {
     pub wall_force: Vec<V3>,
 }
 
+/// One rank's share of a checkpoint, as `io::checkpoint` reads it.
+#[derive(Clone, Debug, Default)]
+pub struct Restored {
+    pub step: u64,
+    pub time: f64,
+    pub need_rebuild: bool,
+    pub n_rebuilds: u64,
+    pub wall_point: Vec<V3>,
+    pub wall_vel: Vec<V3>,
+    pub wall_ref: Vec<V3>,
+    /// Owned particles at their current positions.
+    pub particles: Particles,
+    /// Their positions at the last neighbour rebuild (aligned with `particles`).
+    pub reference: Vec<V3>,
+    /// Contacts (key, history) touching an owned particle.
+    pub contacts: Vec<((u64, u64), ContactState)>,
+    pub wall_contacts: Vec<((u64, u64), ContactState)>,
+    /// Engine state (text; empty = none).
+    pub engines: String,
+}
+
 #[derive(Clone)]
 pub struct Simulation {
     pub name: String,
@@ -76,6 +97,17 @@ pub struct Simulation {
     /// Global particle count and exact total mass at the first rebuild: every later rebuild
     /// checks that migration lost and duplicated nothing.
     conserved: Option<(u64, f64)>,
+    /// Bounding box over which open axes are cut into subdomains (the initial particles'; kept
+    /// in checkpoints so a restart on the same rank count cuts identically).
+    pub decomp_bbox: (V3, V3),
+    /// Input: this rank received a stop request (signal); `step` ORs it over all ranks.
+    pub stop_requested: bool,
+    /// Output of the last `step`: some rank asked to stop (the same on every rank).
+    pub stop_agreed: bool,
+    /// Input: this rank asks for a checkpoint after the next step (wall-clock interval).
+    pub checkpoint_requested: bool,
+    /// Output of the last `step`: some rank asked for a checkpoint.
+    pub checkpoint_agreed: bool,
     grid: CellGrid,
     cands: Vec<Candidate>,
     reference: Vec<V3>,
@@ -102,13 +134,10 @@ impl Simulation {
     }
 
     fn build(mut scene: Scene, mpi: Option<usize>, grid: Option<[usize; 3]>) -> Result<Self> {
-        let rmax = scene.particles.radius.iter().cloned().fold(0.0, f64::max);
-        let halo = 2.0 * rmax + scene.skin;
-        scene.domain.check_halo(halo)?;
-        let d = &scene.domain;
         // Every rank sees the same initial particles: wrap them into the cell, then keep the
         // owned ones (the same arithmetic on every rank count).
-        d.wrap_owned(&mut scene.particles);
+        scene.domain.wrap_owned(&mut scene.particles);
+        let d = &scene.domain;
         let ps = &scene.particles;
         let (mut bb_lo, mut bb_hi) = (d.lo, d.hi);
         if ps.n_owned > 0 {
@@ -119,6 +148,21 @@ impl Simulation {
                 bb_hi = bb_hi.sup(x);
             }
         }
+        Self::build_with_bbox(scene, mpi, grid, (bb_lo, bb_hi))
+    }
+
+    /// Like `build`, with the bounding box over which open axes are cut given (restarts).
+    fn build_with_bbox(
+        scene: Scene,
+        mpi: Option<usize>,
+        grid: Option<[usize; 3]>,
+        (bb_lo, bb_hi): (V3, V3),
+    ) -> Result<Self> {
+        let rmax = scene.particles.radius.iter().cloned().fold(0.0, f64::max);
+        let halo = 2.0 * rmax + scene.skin;
+        scene.domain.check_halo(halo)?;
+        let d = &scene.domain;
+        let ps = &scene.particles;
         let ext = V3::from_fn(|a, _| {
             if d.periodic[a] {
                 d.hi[a] - d.lo[a]
@@ -173,6 +217,11 @@ impl Simulation {
             halo_ex: Halo::default(),
             reproducible: scene.reproducible,
             conserved: None,
+            decomp_bbox: (bb_lo, bb_hi),
+            stop_requested: false,
+            stop_agreed: false,
+            checkpoint_requested: false,
+            checkpoint_agreed: false,
             grid: CellGrid::default(),
             cands: Vec::new(),
             reference: Vec::new(),
@@ -182,6 +231,102 @@ impl Simulation {
             need_rebuild: true,
             halo,
         })
+    }
+
+    /// A simulation to be filled by [`Simulation::restore`]: the scene's materials, walls and
+    /// box, the rank grid chosen over `bbox` (the checkpoint's), and no particles yet.
+    pub fn new_restart(
+        scene: Scene,
+        mpi: bool,
+        grid: Option<[usize; 3]>,
+        bbox: (V3, V3),
+    ) -> Result<Self> {
+        let n = mpi.then(Comm::world_size);
+        let mut sim = Self::build_with_bbox(scene, n, grid, bbox)?;
+        sim.ps = Particles::default();
+        Ok(sim)
+    }
+
+    /// Continue from a checkpoint (collective). The neighbour structures are rebuilt at the
+    /// positions of the last rebuild (`reference`, wrapped into the cell then), exactly as the
+    /// uninterrupted run built them, and the particles then put back at their current positions:
+    /// rebuild steps, periodic wrapping and hence every bit of the continuation are those of a
+    /// run that never stopped, on any rank count.
+    pub fn restore(&mut self, r: Restored) -> Result<()> {
+        if r.wall_point.len() != self.walls.len() {
+            return Err(Error::Input(format!(
+                "the checkpoint has {} walls, the scene {}",
+                r.wall_point.len(),
+                self.walls.len()
+            )));
+        }
+        self.step = r.step;
+        self.time = r.time;
+        for (w, (&p, &v)) in self
+            .walls
+            .iter_mut()
+            .zip(r.wall_point.iter().zip(&r.wall_vel))
+        {
+            w.point = p;
+            w.vel = v;
+        }
+        self.ps = r.particles;
+        let n = self.ps.n_owned;
+        let mut current: Vec<(u64, V3)> =
+            (0..n).map(|i| (self.ps.gid[i], self.ps.pos[i])).collect();
+        current.sort_unstable_by_key(|c| c.0);
+        self.ps.pos[..n].copy_from_slice(&r.reference);
+        for (k, st) in r.contacts {
+            self.pairs.absorb(k, st);
+        }
+        for (k, st) in r.wall_contacts {
+            self.wall_pairs.absorb(k, st);
+        }
+        self.check_conservation()?;
+        self.rebuild_structure();
+        for i in 0..n {
+            let g = self.ps.gid[i];
+            let k = current
+                .binary_search_by_key(&g, |c| c.0)
+                .map_err(|_| Error::Runtime(format!("restore: particle {g} lost")))?;
+            self.ps.pos[i] = current[k].1;
+        }
+        self.halo_ex.refresh(&self.comm, &self.dec, &mut self.ps);
+        self.wall_ref = r.wall_ref;
+        self.need_rebuild = r.need_rebuild;
+        self.n_rebuilds = r.n_rebuilds;
+        self.set_engine_state(&r.engines)
+    }
+
+    /// Positions of the owned particles at the last neighbour rebuild (Verlet trigger).
+    pub fn reference(&self) -> &[V3] {
+        &self.reference
+    }
+
+    /// Wall positions at the last neighbour rebuild.
+    pub fn wall_reference(&self) -> &[V3] {
+        &self.wall_ref
+    }
+
+    /// Will the next step start with a neighbour rebuild?
+    pub fn need_rebuild(&self) -> bool {
+        self.need_rebuild
+    }
+
+    /// Engine and controller state as text, for checkpoints (empty: no engines yet).
+    pub fn engine_state(&self) -> String {
+        String::new()
+    }
+
+    /// Inverse of [`Simulation::engine_state`].
+    pub fn set_engine_state(&mut self, s: &str) -> Result<()> {
+        if s.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Input(
+                "the checkpoint holds engine state this scene does not have".into(),
+            ))
+        }
     }
 
     /// Ask for a rebuild at the next step (e.g. after changing particles by hand).
@@ -247,6 +392,13 @@ impl Simulation {
         )?;
         self.timers.comm += tc.elapsed();
         self.check_conservation()?;
+        self.rebuild_structure();
+        Ok(())
+    }
+
+    /// The rebuild after migration: re-sort, ghosts, candidate pairs merged with the contact
+    /// histories, force slots, Verlet reference positions.
+    fn rebuild_structure(&mut self) {
         self.sort_owned();
         let cell = self.domain.size();
         let tc = Instant::now();
@@ -279,7 +431,6 @@ impl Simulation {
         }
         self.need_rebuild = false;
         self.n_rebuilds += 1;
-        Ok(())
     }
 
     /// Particle count and total mass are what they were at the first rebuild (collective).
@@ -375,9 +526,17 @@ impl Simulation {
         // Verlet trigger (thesis eq. 2.10–2.12): a particle or wall moved more than skin/2 on
         // some rank (a global OR; the max is order-independent, so rebuild steps are the same
         // for every rank count). NaN counts as a move.
-        let d2 = self
-            .comm
-            .max_f64(if d2.is_nan() { f64::INFINITY } else { d2 });
+        // The same message carries the stop requests (signals reach ranks at different steps;
+        // all must stop at the same one).
+        let mut m = [
+            if d2.is_nan() { f64::INFINITY } else { d2 },
+            self.stop_requested as u8 as f64,
+            self.checkpoint_requested as u8 as f64,
+        ];
+        self.comm.max_f64s(&mut m);
+        let d2 = m[0];
+        self.stop_agreed = m[1] > 0.0;
+        self.checkpoint_agreed = m[2] > 0.0;
         self.need_rebuild = !(d2 <= half * half && wall_d2 <= half * half);
         self.step += 1;
         self.time += self.dt;

@@ -148,6 +148,15 @@ impl Comm {
         }
     }
 
+    /// Element-wise global maximum, in place (one message for several flags or maxima).
+    pub fn max_f64s(&self, v: &mut [f64]) {
+        if let Comm::Mpi(m) = self {
+            let send = v.to_vec();
+            m.world
+                .all_reduce_into(&send[..], v, SystemOperation::max());
+        }
+    }
+
     /// Global minimum.
     pub fn min_f64(&self, x: f64) -> f64 {
         -self.max_f64(-x)
@@ -289,11 +298,12 @@ impl Comm {
         }
     }
 
-    /// The raw world communicator, for MPI-IO in `io/` (parallel HDF5).
-    pub fn world(&self) -> Option<&SimpleCommunicator> {
+    /// The raw world communicator handle for MPI-IO in `io/` (parallel HDF5 duplicates it);
+    /// `None` without MPI.
+    pub fn raw_world(&self) -> Option<mpi::ffi::MPI_Comm> {
         match self {
             Comm::Serial => None,
-            Comm::Mpi(m) => Some(&m.world),
+            Comm::Mpi(m) => Some(m.world.as_raw()),
         }
     }
 }

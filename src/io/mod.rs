@@ -1,6 +1,8 @@
 //! Output files: the time series (`series.csv`), particle snapshots (HDF5 + XDMF for ParaView)
 //! and the run's timing report (`timing.json`). HDF5 is touched here only.
 
+pub mod checkpoint;
+pub mod h5par;
 pub mod series;
 pub mod snapshot;
 

@@ -29,6 +29,32 @@ impl Series {
         })
     }
 
+    /// Continue the series of a restarted run: keep the rows up to `step` (later rows belong to
+    /// the abandoned continuation and would be duplicated), then append. Creates the file when
+    /// there is none (restart into a new output directory).
+    pub fn resume(path: &Path, n_walls: usize, step: u64) -> Result<Self> {
+        let Ok(old) = std::fs::read_to_string(path) else {
+            return Self::create(path, n_walls);
+        };
+        let mut kept = String::new();
+        for (k, line) in old.lines().enumerate() {
+            let row_step = line.split(',').next().and_then(|s| s.parse::<u64>().ok());
+            if k == 0 || row_step.is_some_and(|s| s <= step) {
+                kept.push_str(line);
+                kept.push('\n');
+            }
+        }
+        super::write_atomic(path, kept.as_bytes())?;
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(Series {
+            out: BufWriter::new(f),
+            path: path.display().to_string(),
+        })
+    }
+
     pub fn row(&mut self, step: u64, time: f64, dt: f64, s: &Stats) -> Result<()> {
         let mut line = format!(
             "{step},{time:.12e},{dt:.6e},{:.9e},{:.9e},{},{:.6e},{:.6e}",

@@ -152,6 +152,39 @@ impl SnapshotWriter {
         })
     }
 
+    /// Continue the snapshot series of a restarted run: keep the snapshots up to `step` in the
+    /// XDMF collection (later ones belong to the abandoned continuation and are deleted).
+    pub fn resume(out_dir: &Path, root: bool, step: u64) -> Result<Self> {
+        let mut w = Self::new(out_dir, root)?;
+        if !root {
+            return Ok(w);
+        }
+        let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(&w.dir)
+            .map_err(|e| Error::io(&w.dir, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter_map(|p| {
+                let n = p.file_name()?.to_str()?;
+                let s = n.strip_prefix("snap_")?.strip_suffix(".h5")?.parse().ok()?;
+                Some((s, p))
+            })
+            .collect();
+        files.sort();
+        for (s, p) in files {
+            if s > step {
+                std::fs::remove_file(&p).map_err(|e| Error::io(&p, e))?;
+                continue;
+            }
+            let f = hdf5::File::open(&p).map_err(h5err(&p))?;
+            let time = f
+                .attr("time")
+                .and_then(|a| a.read_scalar::<f64>())
+                .map_err(h5err(&p))?;
+            let n = f.dataset("gid").map_err(h5err(&p))?.shape()[0];
+            w.entries.push((s, time, n));
+        }
+        Ok(w)
+    }
+
     /// Write a snapshot of the current state (collective: every rank calls it; rank 0
     /// writes). Returns the file written (on rank 0).
     pub fn write(&mut self, sim: &Simulation) -> Result<Option<PathBuf>> {

@@ -35,6 +35,7 @@ pub struct Scene {
     pub steps: u64,
     pub domain: Domain,
     pub output: OutputSpec,
+    pub checkpoint: CheckpointSpec,
     pub reproducible: bool,
 }
 
@@ -124,10 +125,7 @@ impl Scene {
 
     /// Validate scene text; `file` names it in errors and anchors relative data paths.
     pub fn parse(text: &str, file: &Path) -> Result<Scene> {
-        let opts = ron::Options::default().with_default_extension(
-            ron::extensions::Extensions::IMPLICIT_SOME
-                | ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES,
-        );
+        let opts = ron_options();
         let locs = Locations::scan(text);
         let sf: SceneFile = opts.from_str(text).map_err(|e| {
             let (line, col) = (e.position.line, e.position.col);
@@ -194,6 +192,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
     if sf.output.progress_s < 0.0 || sf.output.progress_s.is_nan() {
         return Err(ctx.err("output.progress_s", "must be ≥ 0"));
     }
+    check_checkpoint(ctx, &sf.checkpoint)?;
     let name = sf.name.clone().unwrap_or_else(|| {
         ctx.file
             .file_stem()
@@ -217,8 +216,55 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         steps,
         domain,
         output: sf.output,
+        checkpoint: sf.checkpoint,
         reproducible: sf.reproducible,
     })
+}
+
+fn check_checkpoint(ctx: &Ctx, c: &CheckpointSpec) -> Result<()> {
+    ctx.non_negative("checkpoint.wall_seconds", c.wall_seconds)?;
+    if c.keep == 0 {
+        return Err(ctx.err("checkpoint.keep", "must be at least 1"));
+    }
+    let dir = Path::new(&c.dir);
+    if c.dir.is_empty() || dir.is_absolute() || dir.components().any(|p| p.as_os_str() == "..") {
+        return Err(ctx.err(
+            "checkpoint.dir",
+            "must be a relative directory inside the output directory",
+        ));
+    }
+    Ok(())
+}
+
+/// The top-level fields in which two scenes differ, apart from those a restart may change
+/// (name, run length, outputs, checkpoints): empty = compatible for a restart.
+pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static str> {
+    fn ron_of<T: serde::Serialize>(x: &T) -> String {
+        ron::to_string(x).unwrap_or_default()
+    }
+    let parse = |t: &str| ron_options().from_str::<SceneFile>(t).ok();
+    let (Some(a), Some(b)) = (parse(&stored.text), parse(&given.text)) else {
+        return vec!["(scene text)"];
+    };
+    let same = [
+        ("materials", ron_of(&a.materials) == ron_of(&b.materials)),
+        ("walls", ron_of(&a.walls) == ron_of(&b.walls)),
+        ("spheres", ron_of(&a.spheres) == ron_of(&b.spheres)),
+        ("gravity", a.gravity == b.gravity),
+        ("damping", a.damping == b.damping),
+        ("dt", ron_of(&a.dt) == ron_of(&b.dt)),
+        ("skin", a.skin == b.skin),
+        ("domain", ron_of(&a.domain) == ron_of(&b.domain)),
+        ("reproducible", a.reproducible == b.reproducible),
+    ];
+    same.iter().filter(|(_, s)| !s).map(|(n, _)| *n).collect()
+}
+
+fn ron_options() -> ron::Options {
+    ron::Options::default().with_default_extension(
+        ron::extensions::Extensions::IMPLICIT_SOME
+            | ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES,
+    )
 }
 
 fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {

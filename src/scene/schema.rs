@@ -47,6 +47,9 @@ pub struct SceneFile {
     pub domain: Option<DomainSpec>,
     #[serde(default)]
     pub output: OutputSpec,
+    /// Checkpoints (default: one at the end of the run, in `checkpoints/`, keep 2).
+    #[serde(default)]
+    pub checkpoint: CheckpointSpec,
     /// Bitwise-reproducible mode, for any rank and thread count (default false).
     #[serde(default)]
     pub reproducible: bool,
@@ -219,6 +222,48 @@ impl Default for OutputSpec {
             series_every: default_series(),
             snapshot_every: 0,
             progress_s: default_progress(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Checkpoint")]
+pub struct CheckpointSpec {
+    /// Write a checkpoint every this many steps (0 = not by step count).
+    #[serde(default)]
+    pub every: u64,
+    /// Write a checkpoint every this many wall-clock seconds (0 = not by time).
+    #[serde(default)]
+    pub wall_seconds: f64,
+    /// How many checkpoints to keep (older ones are deleted; at least 1).
+    #[serde(default = "default_keep")]
+    pub keep: u32,
+    /// Directory under the output directory.
+    #[serde(default = "default_ckpt_dir")]
+    pub dir: String,
+    /// Write one when the run reaches its last step.
+    #[serde(default = "default_true")]
+    pub at_end: bool,
+}
+
+fn default_keep() -> u32 {
+    2
+}
+fn default_ckpt_dir() -> String {
+    "checkpoints".into()
+}
+fn default_true() -> bool {
+    true
+}
+
+impl Default for CheckpointSpec {
+    fn default() -> Self {
+        CheckpointSpec {
+            every: 0,
+            wall_seconds: 0.0,
+            keep: default_keep(),
+            dir: default_ckpt_dir(),
+            at_end: true,
         }
     }
 }
