@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 /// Discrete Element Method solver for HPC clusters (Yade/Woo physics, MPI + threads).
 #[derive(Parser, Debug)]
 #[command(name = "demhpc", version, about, long_about = None)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(subcommand_negates_reqs = true)]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
@@ -30,7 +30,7 @@ struct Cli {
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Worker threads per rank [default: RAYON_NUM_THREADS or all cores].
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", global = true)]
     threads: Option<usize>,
     /// Bitwise-reproducible mode (same result for any rank and thread count).
     #[arg(long)]
@@ -39,10 +39,10 @@ struct Cli {
     #[arg(long, value_name = "PXxPYxPZ", value_parser = parse_grid)]
     grid: Option<[usize; 3]>,
     /// More log output (-v debug, -vv trace); RUST_LOG overrides.
-    #[arg(short, long, action = clap::ArgAction::Count)]
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
     /// Only warnings and errors.
-    #[arg(short, long, conflicts_with = "verbose")]
+    #[arg(short, long, conflicts_with = "verbose", global = true)]
     quiet: bool,
 }
 
@@ -92,7 +92,12 @@ fn main() {
         log::set_max_level(log::LevelFilter::Warn);
     }
     let result = match &cli.cmd {
-        Some(Cmd::Info { file }) => info(file),
+        Some(Cmd::Info { file }) => match run_args_given(&cli) {
+            Some(arg) => Err(Error::Input(format!(
+                "`demhpc info` describes a file and runs nothing: {arg} does not apply"
+            ))),
+            None => info(file),
+        },
         None => real_main(&cli, size > 1),
     };
     let code = match result {
@@ -114,6 +119,20 @@ fn main() {
     };
     drop(mpi);
     std::process::exit(code);
+}
+
+/// The first option given that only makes sense for a run (not for a subcommand).
+fn run_args_given(cli: &Cli) -> Option<&'static str> {
+    [
+        (cli.scene.is_some(), "a scene file"),
+        (cli.restart.is_some(), "--restart"),
+        (cli.steps.is_some(), "--steps"),
+        (cli.out.is_some(), "--out"),
+        (cli.reproducible, "--reproducible"),
+        (cli.grid.is_some(), "--grid"),
+    ]
+    .into_iter()
+    .find_map(|(given, name)| given.then_some(name))
 }
 
 fn real_main(cli: &Cli, mpi: bool) -> Result<(), demhpc::Error> {

@@ -4,117 +4,11 @@
 //!
 //! Snapshots are read back with the `hdf5` crate (the file format users read with h5py).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod support;
+
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_demhpc");
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(test: &str) -> Self {
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "demhpc-mpi-{test}-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("kept {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn describe(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-/// Run demhpc on `ranks` ranks (1 = plain process, no mpirun) with `threads` threads.
-fn demhpc(ranks: usize, threads: usize, args: &[&str], cwd: &Path) -> Output {
-    let t = threads.to_string();
-    let mut cmd = if ranks == 1 {
-        Command::new(BIN)
-    } else {
-        let mut c = Command::new("mpirun");
-        c.args(["--oversubscribe", "-n", &ranks.to_string(), BIN]);
-        c
-    };
-    cmd.args(["-q", "--threads", &t])
-        .args(args)
-        .current_dir(cwd)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_mpi_yield_when_idle", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env("OMPI_MCA_btl_base_warn_component_unused", "0")
-        .env_remove("RUST_LOG");
-    cmd.output().expect("run demhpc / mpirun")
-}
-
-/// gid-sorted particle state of a snapshot, as raw bits (pos, vel, angvel, radius, ncontacts).
-#[derive(PartialEq, Debug)]
-struct State {
-    gid: Vec<u64>,
-    pos: Vec<u64>,
-    vel: Vec<u64>,
-    angvel: Vec<u64>,
-    radius: Vec<u64>,
-    ncontacts: Vec<u32>,
-}
-
-fn read_state(file: &Path) -> State {
-    let f = hdf5::File::open(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let bits = |name: &str| -> Vec<u64> {
-        f.dataset(name)
-            .unwrap()
-            .read_raw::<f64>()
-            .unwrap()
-            .iter()
-            .map(|x| x.to_bits())
-            .collect()
-    };
-    State {
-        gid: f.dataset("gid").unwrap().read_raw::<u64>().unwrap(),
-        pos: bits("pos"),
-        vel: bits("vel"),
-        angvel: bits("angvel"),
-        radius: bits("radius"),
-        ncontacts: f.dataset("ncontacts").unwrap().read_raw::<u32>().unwrap(),
-    }
-}
-
-/// FNV-1a hash of the state (printed, so two runs can be compared at a glance).
-fn hash(s: &State) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    let mut eat = |x: u64| {
-        for b in x.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x100000001b3);
-        }
-    };
-    for v in [&s.gid, &s.pos, &s.vel, &s.angvel, &s.radius] {
-        v.iter().for_each(|&x| eat(x));
-    }
-    s.ncontacts.iter().for_each(|&x| eat(x as u64));
-    h
-}
+use support::*;
 
 /// Run `scene` for `steps` on each (ranks, threads) layout and return the final states.
 fn run_layouts(
@@ -161,24 +55,6 @@ fn assert_all_identical(runs: &[((usize, usize), State, String)]) {
         assert_eq!(c, c0, "{l:?}: series.csv differs from {l0:?}");
     }
 }
-
-/// Small settle: 8×8×8 lattice under gravity in a walled box, long enough for contacts, wall
-/// contacts and rebuilds with migration across the rank grid.
-const SETTLE: &str = r#"Scene(
-    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0)],
-    walls: [
-        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "g"),
-        Wall(point: (0.0, 0.0, 0.0), normal: (1.0, 0.0, 0.0), material: "g"),
-        Wall(point: (0.0192, 0.0, 0.0), normal: (-1.0, 0.0, 0.0), material: "g"),
-        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 1.0, 0.0), material: "g"),
-        Wall(point: (0.0, 0.0192, 0.0), normal: (0.0, -1.0, 0.0), material: "g"),
-    ],
-    spheres: [Lattice(material: "g", spacing: 2.4e-3, counts: (8, 8, 8), radius: 1e-3,
-                      polydispersity: 0.1, jitter: 0.05e-3, seed: 20240601)],
-    gravity: (0.0, 0.0, -9.81), damping: 0.3, dt: Fixed(7e-6), skin: 0.2e-3, run: Steps(1),
-    domain: Domain(lo: (-0.002, -0.002, -0.002), hi: (0.022, 0.022, 0.05)),
-    output: Output(series_every: 100),
-)"#;
 
 /// Acceptance 1: settle on 1, 2, 3, 4, 8 ranks and 1, 2 threads, reproducible mode: the final
 /// particle states (gid-sorted arrays and their hash) and the series are bit-identical.

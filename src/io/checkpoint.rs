@@ -203,6 +203,7 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
         dataset(&g, "material", np, op, 1, &l.material, collective)?;
         dataset(&g, "blocked", np, op, 1, &l.blocked, collective)?;
         dataset(&g, "wrap", np, op, 3, &l.wrap, collective)?;
+        fault_injection(sim.step);
         let (nc, oc) = (tots[1], offs[1]);
         let g = f.create_group("contacts")?;
         dataset(&g, "gid1", nc, oc, 1, &l.c_gid1, collective)?;
@@ -236,6 +237,23 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
             .unwrap_or_else(|| Error::io(path, "publishing the checkpoint failed on rank 0")));
     }
     Ok(())
+}
+
+/// Test hook: `DEMHPC_FAULT_KILL_IN_CHECKPOINT=STEP` makes the process SIGKILL itself half-way
+/// through writing the checkpoint of that step (particles written, contacts not), as the OOM
+/// killer or `scancel --signal=KILL` would. tests/checkpoint.rs uses it to show that a crash
+/// mid-write leaves the previous checkpoint and `latest` intact.
+fn fault_injection(step: u64) {
+    let hit = std::env::var("DEMHPC_FAULT_KILL_IN_CHECKPOINT")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        == Some(step);
+    if hit {
+        // SAFETY: raise() is async-signal-safe and only sends a signal to this process.
+        unsafe {
+            libc::raise(libc::SIGKILL);
+        }
+    }
 }
 
 fn write_root_attrs(
@@ -369,6 +387,10 @@ pub fn prune(dir: &Path, keep: usize) {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            // a `.h5.tmp` left by a crash mid-write is garbage once a later file is published
+            if n.starts_with("ckpt_") && n.ends_with(".h5.tmp") {
+                std::fs::remove_file(p).ok();
+            }
             n.starts_with("ckpt_") && n.ends_with(".h5")
         })
         .collect();

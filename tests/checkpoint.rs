@@ -1,0 +1,460 @@
+//! Checkpoint and restart (issue #4), through the real binary, real `mpirun` and real parallel
+//! HDF5 files: bit-exact continuation on the same and on other rank counts, signals, crashes
+//! mid-write, corrupt files, `demhpc info`, incompatible scenes.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, Instant};
+use support::*;
+
+/// `SETTLE` with checkpoints every `every` steps (0 = only at the end), keeping `keep`.
+fn settle_with_checkpoints(every: u64, keep: u64) -> String {
+    SETTLE.replace(
+        "output: Output(series_every: 100),",
+        &format!(
+            "output: Output(series_every: 100, snapshot_every: 300),\n    \
+             checkpoint: (every: {every}, keep: {keep}),"
+        ),
+    )
+}
+
+/// The LAMMPS chute (32 000 spheres sliding down a rough periodic incline: every contact's
+/// shear history matters), data path made absolute.
+fn chute() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let data = root.join("bench/data/data.chute");
+    std::fs::read_to_string(root.join("scenes/chute.ron"))
+        .unwrap()
+        .replace("../bench/data/data.chute", data.to_str().unwrap())
+}
+
+fn ok(o: &Output, what: &str) {
+    assert_eq!(o.status.code(), Some(0), "{what}: {}", describe(o));
+}
+
+/// The file named by `dir/checkpoints/latest`.
+fn latest(out: &Path) -> PathBuf {
+    let d = out.join("checkpoints");
+    let name = std::fs::read_to_string(d.join("latest")).expect("latest pointer");
+    d.join(name.trim())
+}
+
+fn ckpt(out: &Path, step: u64) -> PathBuf {
+    out.join(format!("checkpoints/ckpt_{step:010}.h5"))
+}
+
+fn snap(out: &Path, step: u64) -> PathBuf {
+    out.join(format!("snapshots/snap_{step:09}.h5"))
+}
+
+/// Every contact of a checkpoint, (gid1, gid2, image, state bits), sorted: the histories.
+fn contacts(file: &Path) -> Vec<(u64, u64, Vec<i32>, Vec<u64>)> {
+    let f = hdf5::File::open(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let mut all = Vec::new();
+    for (group, key2) in [("contacts", "gid2"), ("wall_contacts", "wall")] {
+        let g = f.group(group).unwrap();
+        let a = g
+            .dataset(if key2 == "wall" { "gid" } else { "gid1" })
+            .unwrap();
+        let a = a.read_raw::<u64>().unwrap();
+        let b: Vec<u64> = if key2 == "wall" {
+            let w = g.dataset("wall").unwrap().read_raw::<u64>().unwrap();
+            w.iter().map(|&w| u64::MAX - w).collect()
+        } else {
+            g.dataset("gid2").unwrap().read_raw::<u64>().unwrap()
+        };
+        let image = match key2 {
+            "wall" => vec![0; 3 * a.len()],
+            _ => g.dataset("image").unwrap().read_raw::<i32>().unwrap(),
+        };
+        let st = g.dataset("state").unwrap();
+        let w = st.shape()[1];
+        let st = st.read_raw::<f64>().unwrap();
+        for k in 0..a.len() {
+            all.push((
+                a[k],
+                b[k],
+                image[3 * k..3 * k + 3].to_vec(),
+                st[w * k..w * (k + 1)].iter().map(|x| x.to_bits()).collect(),
+            ));
+        }
+    }
+    all.sort();
+    all
+}
+
+/// Write `scene` into `tmp` and run it to `steps` on `ranks` ranks into `out`.
+fn run(tmp: &TempDir, scene: &str, ranks: usize, steps: u64, out: &str, extra: &[&str]) {
+    std::fs::write(tmp.0.join("scene.ron"), scene).unwrap();
+    let s = steps.to_string();
+    let mut args = vec!["--steps", &s, "--out", out];
+    args.extend_from_slice(extra);
+    args.push("scene.ron");
+    ok(&demhpc(ranks, 1, &args, &tmp.0), out);
+}
+
+/// Restart `file` on `ranks` ranks and run to `steps` into `out`.
+fn restart(tmp: &TempDir, file: &Path, ranks: usize, steps: u64, out: &str) {
+    let s = steps.to_string();
+    let f = file.to_str().unwrap();
+    let args = ["--restart", f, "--steps", &s, "--out", out];
+    ok(&demhpc(ranks, 1, &args, &tmp.0), &format!("restart {out}"));
+}
+
+/// The uninterrupted run `a` and the restarted run `b` end in the same state: particles,
+/// contact histories (from the final checkpoints) and the whole time series.
+fn assert_same_end(tmp: &TempDir, a: &str, b: &str, step: u64) {
+    let (a, b) = (tmp.0.join(a), tmp.0.join(b));
+    let (sa, sb) = (read_state(&snap(&a, step)), read_state(&snap(&b, step)));
+    eprintln!("hash {:016x} vs {:016x}", hash(&sa), hash(&sb));
+    assert_eq!(sa.gid, sb.gid, "particle ids differ");
+    assert!(
+        sa == sb,
+        "restarted state differs from the uninterrupted run"
+    );
+    let (ca, cb) = (contacts(&ckpt(&a, step)), contacts(&ckpt(&b, step)));
+    assert!(!ca.is_empty());
+    assert!(ca == cb, "contact histories differ");
+    // The interrupted run wrote one extra row at the step it stopped at (every run ends with
+    // a row); apart from it the series must be the same rows, none duplicated.
+    let series = |d: &Path| std::fs::read_to_string(d.join("series.csv")).unwrap();
+    let (sa, sb) = (series(&a), series(&b));
+    let steps = |s: &str| -> Vec<u64> {
+        s.lines()
+            .skip(1)
+            .map(|l| l.split(',').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    let (ka, kb) = (steps(&sa), steps(&sb));
+    assert!(
+        kb.windows(2).all(|w| w[0] < w[1]),
+        "rows out of order or duplicated: {kb:?}"
+    );
+    let extra: Vec<&u64> = kb.iter().filter(|k| !ka.contains(k)).collect();
+    assert!(
+        extra.len() <= 1,
+        "rows {extra:?} are not in the uninterrupted series"
+    );
+    let kept: Vec<&str> = sb
+        .lines()
+        .filter(|l| !extra.iter().any(|k| l.starts_with(&format!("{k},"))))
+        .collect();
+    assert_eq!(
+        sa.lines().collect::<Vec<_>>(),
+        kept,
+        "series.csv rows differ"
+    );
+}
+
+/// Acceptance 1 (settle): 2N steps = N steps, checkpoint, restart, N steps — bitwise, on 1 rank
+/// and on 2 ranks (default mode, same rank count). The restart writes into the same output
+/// directory: the series continues without duplicated rows and the XDMF lists every snapshot
+/// once.
+#[test]
+fn settle_restart_continues_bitwise() {
+    let tmp = TempDir::new("ck-settle");
+    let scene = settle_with_checkpoints(0, 2);
+    for ranks in [1, 2] {
+        let (full, part) = (format!("full{ranks}"), format!("part{ranks}"));
+        run(&tmp, &scene, ranks, 1200, &full, &[]);
+        // stop at 750, then (as a user might) restart from it after a longer aborted attempt
+        run(&tmp, &scene, ranks, 750, &part, &[]);
+        let at = latest(&tmp.0.join(&part));
+        assert_eq!(at, ckpt(&tmp.0.join(&part), 750));
+        restart(&tmp, &at, ranks, 1200, &part);
+        assert_same_end(&tmp, &full, &part, 1200);
+        let xmf = std::fs::read_to_string(tmp.0.join(&part).join("snapshots.xmf")).unwrap();
+        for step in [300, 600, 750, 900, 1200] {
+            let name = format!("snap_{step:09}.h5:/pos");
+            assert_eq!(xmf.matches(&name).count(), 1, "{name} in the XDMF once");
+        }
+    }
+}
+
+/// Acceptance 1 (sliding contacts): the chute on 2 ranks, restarted half-way.
+#[test]
+fn chute_restart_keeps_sliding_histories() {
+    let tmp = TempDir::new("ck-chute");
+    let scene = chute();
+    run(&tmp, &scene, 2, 240, "full", &[]);
+    run(&tmp, &scene, 2, 120, "part", &[]);
+    let at = ckpt(&tmp.0.join("part"), 120);
+    let sliding = contacts(&at);
+    assert!(sliding.len() > 10_000, "{} contacts", sliding.len());
+    restart(&tmp, &at, 2, 240, "part");
+    assert_same_end(&tmp, "full", "part", 240);
+}
+
+/// Acceptance 2: reproducible mode, checkpoint written by 3 ranks, restarted on 1, 2 and 4
+/// ranks (into fresh output directories) — each bitwise identical to the uninterrupted run.
+#[test]
+fn reproducible_checkpoint_restarts_on_any_rank_count() {
+    let tmp = TempDir::new("ck-ranks");
+    let scene = settle_with_checkpoints(600, 3);
+    run(&tmp, &scene, 3, 1200, "r3", &["--reproducible"]);
+    let mid = ckpt(&tmp.0.join("r3"), 600);
+    let info = demhpc(1, 1, &["info", mid.to_str().unwrap()], &tmp.0);
+    ok(&info, "info");
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(text.contains("on 3 rank(s)"), "{text}");
+    assert!(text.contains("reproducible    true"), "{text}");
+    let want = read_state(&snap(&tmp.0.join("r3"), 1200));
+    let want_contacts = contacts(&ckpt(&tmp.0.join("r3"), 1200));
+    for ranks in [1, 2, 4] {
+        let out = format!("from3_on{ranks}");
+        restart(&tmp, &mid, ranks, 1200, &out);
+        let got = read_state(&snap(&tmp.0.join(&out), 1200));
+        eprintln!("{ranks} ranks: hash {:016x}", hash(&got));
+        assert!(got == want, "restart on {ranks} ranks differs");
+        let c = contacts(&ckpt(&tmp.0.join(&out), 1200));
+        assert!(c == want_contacts, "contacts differ on {ranks} ranks");
+    }
+}
+
+/// Start a long run in the background, wait until it is stepping (the series has rows), send
+/// `signal` to the launcher, and return its output.
+fn signal_mid_run(tmp: &TempDir, ranks: usize, signal: i32, out: &str) -> Output {
+    std::fs::write(tmp.0.join("scene.ron"), settle_with_checkpoints(0, 2)).unwrap();
+    let args = ["--steps", "1000000", "--out", out, "scene.ron"];
+    let child = command(ranks, 1, &args, &tmp.0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let series = tmp.0.join(out).join("series.csv");
+    let t0 = Instant::now();
+    while std::fs::read_to_string(&series).map_or(0, |s| s.lines().count()) < 3 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the run never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill() sends a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, signal);
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The step at which a signalled run stopped, from its "stopped by … after step N" line.
+fn stopped_at(o: &Output, signal: &str) -> u64 {
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&format!("stopped by {signal} after step ")))
+        .unwrap_or_else(|| panic!("no stop message: {}", describe(o)));
+    line.split_whitespace()
+        .nth(5)
+        .unwrap()
+        .trim_end_matches(';')
+        .parse()
+        .unwrap()
+}
+
+/// Acceptance 3: SIGTERM sent to the solver (1 rank) and to `mpirun` (2 ranks), and SIGUSR1
+/// (what Slurm's `--signal` sends) to `mpirun`: every rank finishes its step, a valid checkpoint
+/// is written, the solver exits 0, and the restart finishes exactly like an uninterrupted run.
+///
+/// `mpirun` itself forwards SIGUSR1 and exits with the ranks' status (0), but on SIGTERM
+/// OpenMPI's launcher terminates the job by its own rule: it forwards SIGTERM to the ranks
+/// (which checkpoint and exit 0, as the stop message printed by rank 0 shows), sends SIGKILL
+/// after `odls_base_sigkill_timeout` seconds, and reports 1 itself whatever the ranks did.
+/// Under Slurm, `srun` forwards SIGTERM and returns the ranks' 0.
+#[test]
+fn signals_checkpoint_and_restart_finishes_identically() {
+    let tmp = TempDir::new("ck-signal");
+    for (ranks, sig, name) in [
+        (1, libc::SIGTERM, "SIGTERM"),
+        (2, libc::SIGUSR1, "SIGUSR1"),
+        (2, libc::SIGTERM, "SIGTERM"),
+    ] {
+        let out = format!("sig{ranks}_{name}");
+        let o = signal_mid_run(&tmp, ranks, sig, &out);
+        let code = o.status.code();
+        match (ranks, sig) {
+            (2, libc::SIGTERM) => assert!(code.is_some(), "killed: {}", describe(&o)),
+            _ => assert_eq!(code, Some(0), "{}", describe(&o)),
+        }
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !err.contains("exited on signal"),
+            "a rank was killed: {err}"
+        );
+        let stop = stopped_at(&o, name);
+        let at = latest(&tmp.0.join(&out));
+        assert_eq!(at, ckpt(&tmp.0.join(&out), stop));
+        let end = stop + 300;
+        restart(&tmp, &at, ranks, end, &out);
+        run(&tmp, &settle_with_checkpoints(0, 2), ranks, end, "ref", &[]);
+        let (a, b) = (
+            read_state(&snap(&tmp.0.join("ref"), end)),
+            read_state(&snap(&tmp.0.join(&out), end)),
+        );
+        assert!(
+            a == b,
+            "{ranks} ranks, {name}: restart differs from the uninterrupted run"
+        );
+        std::fs::remove_dir_all(tmp.0.join("ref")).unwrap();
+    }
+}
+
+/// Acceptance 4: a process SIGKILLed while writing a checkpoint (half-way through the file,
+/// injected by `DEMHPC_FAULT_KILL_IN_CHECKPOINT`) leaves the previous checkpoint readable and
+/// `latest` pointing to it; the restart from `latest` finishes like an uninterrupted run, and
+/// the next successful checkpoint clears the partial `.tmp`.
+#[test]
+fn sigkill_while_writing_keeps_previous_checkpoint() {
+    let tmp = TempDir::new("ck-kill");
+    let scene = settle_with_checkpoints(200, 5);
+    std::fs::write(tmp.0.join("scene.ron"), &scene).unwrap();
+    let args = ["--steps", "1000", "--out", "crash", "scene.ron"];
+    let o = command(1, 1, &args, &tmp.0)
+        .env("DEMHPC_FAULT_KILL_IN_CHECKPOINT", "600")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(o.status.signal(), Some(libc::SIGKILL), "{}", describe(&o));
+    let out = tmp.0.join("crash");
+    let partial = out.join("checkpoints/ckpt_0000000600.h5.tmp");
+    assert!(partial.exists(), "the write was interrupted mid-file");
+    assert!(!ckpt(&out, 600).exists());
+    assert_eq!(
+        latest(&out),
+        ckpt(&out, 400),
+        "latest still points to step 400"
+    );
+    let info = demhpc(1, 1, &["info", latest(&out).to_str().unwrap()], &tmp.0);
+    ok(&info, "info on the previous checkpoint");
+    assert!(String::from_utf8_lossy(&info.stdout).contains("step            400"));
+    restart(&tmp, &latest(&out), 1, 1000, "crash");
+    assert!(!partial.exists(), "the partial file was cleaned up");
+    run(&tmp, &scene, 1, 1000, "ref", &[]);
+    let (a, b) = (
+        read_state(&snap(&tmp.0.join("ref"), 1000)),
+        read_state(&snap(&out, 1000)),
+    );
+    assert!(
+        a == b,
+        "restart after the crash differs from the uninterrupted run"
+    );
+}
+
+/// Acceptance 4: truncated, random-byte, foreign (a snapshot) and missing files given to
+/// `--restart` and `info` exit non-zero with a clear message naming the file, no panic.
+#[test]
+fn corrupt_checkpoints_are_refused_clearly() {
+    let tmp = TempDir::new("ck-corrupt");
+    run(&tmp, &settle_with_checkpoints(0, 1), 1, 300, "good", &[]);
+    let good = std::fs::read(latest(&tmp.0.join("good"))).unwrap();
+    std::fs::write(tmp.0.join("truncated.h5"), &good[..good.len() / 2]).unwrap();
+    let mut x: u64 = 0x9e3779b97f4a7c15;
+    let noise: Vec<u8> = (0..100_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(tmp.0.join("random.h5"), noise).unwrap();
+    let snapshot = snap(&tmp.0.join("good"), 300);
+    for file in [
+        "truncated.h5",
+        "random.h5",
+        snapshot.to_str().unwrap(),
+        "missing.h5",
+    ] {
+        for args in [vec!["info", file], vec!["--restart", file, "--out", "x"]] {
+            let o = demhpc(1, 1, &args, &tmp.0);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", describe(&o));
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            assert!(
+                err.contains(file),
+                "{args:?}: the message names the file: {err}"
+            );
+            assert!(
+                err.contains("not a readable demhpc checkpoint")
+                    || err.contains("not a demhpc checkpoint")
+                    || err.contains("No such file"),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    assert!(
+        !tmp.0.join("x").exists(),
+        "nothing written by a refused restart"
+    );
+}
+
+/// `info` names everything the issue lists; h5dump reads the file (format attributes).
+#[test]
+fn info_and_h5dump_describe_a_checkpoint() {
+    let tmp = TempDir::new("ck-info");
+    run(&tmp, &settle_with_checkpoints(0, 1), 2, 300, "o", &[]);
+    let f = latest(&tmp.0.join("o"));
+    let o = demhpc(1, 1, &["info", f.to_str().unwrap()], &tmp.0);
+    ok(&o, "info");
+    let text = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "demhpc-checkpoint version 1",
+        "on 2 rank(s)",
+        "step            300",
+        "particles       512",
+        "sphere-sphere",
+        "sphere-wall",
+    ] {
+        assert!(text.contains(want), "`{want}` missing in:\n{text}");
+    }
+    let dump = std::process::Command::new("h5dump")
+        .args(["-a", "/format_version", "-d", "/particles/gid"])
+        .arg(&f)
+        .output()
+        .expect("h5dump (hdf5-tools) installed by scripts/setup.sh");
+    let d = String::from_utf8_lossy(&dump.stdout);
+    assert!(dump.status.success(), "{d}");
+    assert!(d.contains("DATASPACE  SIMPLE { ( 512 ) / ( 512 ) }"), "{d}");
+    assert!(d.contains("(0): 1"), "format_version 1: {d}");
+}
+
+/// A scene that changes the physics is refused at restart (exit 2, the field named, nothing
+/// written); one that changes only run length and outputs is accepted.
+#[test]
+fn restart_scene_must_be_compatible() {
+    let tmp = TempDir::new("ck-compat");
+    let scene = settle_with_checkpoints(0, 1);
+    run(&tmp, &scene, 1, 300, "o", &[]);
+    let f = latest(&tmp.0.join("o"));
+    let fs = f.to_str().unwrap();
+    std::fs::write(
+        tmp.0.join("stiffer.ron"),
+        scene.replace("young: 1e7", "young: 2e7"),
+    )
+    .unwrap();
+    let o = demhpc(
+        1,
+        1,
+        &["--restart", fs, "--out", "bad", "stiffer.ron"],
+        &tmp.0,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("changes materials"), "{err}");
+    assert!(!tmp.0.join("bad").exists());
+    let longer = scene.replace("series_every: 100", "series_every: 50");
+    std::fs::write(tmp.0.join("longer.ron"), longer).unwrap();
+    let args = [
+        "--restart",
+        fs,
+        "--steps",
+        "400",
+        "--out",
+        "o",
+        "longer.ron",
+    ];
+    ok(&demhpc(1, 1, &args, &tmp.0), "compatible restart");
+    assert!(snap(&tmp.0.join("o"), 400).exists());
+}
