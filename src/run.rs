@@ -37,6 +37,23 @@ pub struct RunSummary {
     pub stopped: Option<(i32, PathBuf)>,
     /// The last checkpoint written by this run.
     pub checkpoint: Option<PathBuf>,
+    /// Checkpoint I/O of this run (rank 0's view; the writes are collective).
+    pub io: CheckpointIo,
+}
+
+/// Checkpoint I/O figures of a run, for `timing.json` and `bench/checkpoint.sh`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CheckpointIo {
+    pub writes: u64,
+    pub write_s: f64,
+    pub write_bytes: u64,
+    /// Restart: reading the file and rebuilding the state from it.
+    pub read_s: f64,
+    pub read_bytes: u64,
+}
+
+fn file_len(p: &Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
 }
 
 fn fmt_secs(s: f64) -> String {
@@ -101,11 +118,17 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let output = scene.output.clone();
     let ck = scene.checkpoint.clone();
     let (scene_text, scene_file) = (scene.text.clone(), scene.file.display().to_string());
+    let mut io = CheckpointIo::default();
+    let t_read = Instant::now();
     let mut sim = match &opts.restart {
         Some(path) => restart(scene, opts, path)?,
         None if opts.mpi => Simulation::new_mpi(scene, opts.grid)?,
         None => Simulation::new(scene)?,
     };
+    if let Some(path) = &opts.restart {
+        io.read_s = t_read.elapsed().as_secs_f64();
+        io.read_bytes = file_len(path);
+    }
     let root = sim.comm.is_root();
     if root && sim.step >= end {
         warn!(
@@ -184,7 +207,12 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 if let Some(s) = series.as_mut() {
                     s.flush()?;
                 }
-                last_checkpoint = Some(save(&sim)?);
+                let t_write = Instant::now();
+                let p = save(&sim)?;
+                io.writes += 1;
+                io.write_s += t_write.elapsed().as_secs_f64();
+                io.write_bytes += file_len(&p);
+                last_checkpoint = Some(p);
                 last_ckpt_time = Instant::now();
             }
             if sim.stop_agreed {
@@ -253,6 +281,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         particle_steps_per_s: psps,
         stopped,
         checkpoint: last_checkpoint,
+        io,
     };
     let phases = phase_stats(&sim);
     let traffic = sim.halo_ex.traffic;
@@ -409,8 +438,13 @@ fn write_timing(
         })
         .collect();
     let d = sim.dec.dims;
+    let io = &s.io;
+    let ck = format!(
+        "{{\"writes\": {}, \"write_s\": {:.6}, \"write_bytes\": {}, \"read_s\": {:.6}, \"read_bytes\": {}}}",
+        io.writes, io.write_s, io.write_bytes, io.read_s, io.read_bytes
+    );
     let json = format!(
-        "{{\n  \"scene\": \"{}\",\n  \"ranks\": {},\n  \"grid\": [{}, {}, {}],\n  \"threads\": {},\n  \"reproducible\": {},\n  \"particles\": {},\n  \"steps\": {},\n  \"wall_s\": {:.6},\n  \"particle_steps_per_s\": {:.6e},\n  \"rebuilds\": {},\n  \"ghost_fraction\": {:.6},\n  \"bytes_sent_per_step_per_rank\": {:.1},\n  \"phases_s\": {{{}}},\n  \"phases\": {{\n{}\n  }}\n}}\n",
+        "{{\n  \"scene\": \"{}\",\n  \"ranks\": {},\n  \"grid\": [{}, {}, {}],\n  \"threads\": {},\n  \"reproducible\": {},\n  \"particles\": {},\n  \"steps\": {},\n  \"wall_s\": {:.6},\n  \"particle_steps_per_s\": {:.6e},\n  \"rebuilds\": {},\n  \"ghost_fraction\": {:.6},\n  \"bytes_sent_per_step_per_rank\": {:.1},\n  \"checkpoint\": {},\n  \"phases_s\": {{{}}},\n  \"phases\": {{\n{}\n  }}\n}}\n",
         sim.name,
         c.ranks,
         d[0],
@@ -425,6 +459,7 @@ fn write_timing(
         sim.n_rebuilds,
         c.ghost_fraction,
         c.bytes_per_step_per_rank,
+        ck,
         ph.join(", "),
         table.join(",\n")
     );
