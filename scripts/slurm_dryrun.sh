@@ -22,8 +22,9 @@
 # the first requeue on, ...), and commands on PATH:
 #   srun      mpirun -n SLURM_NTASKS --oversubscribe --bind-to none PROGRAM ARGS (srun's own
 #             options are dropped; -n/--ntasks is honoured).  mpirun forwards SIGUSR1/SIGUSR2
-#             to the ranks like srun; on SIGTERM it sends SIGTERM to the ranks and SIGKILL
-#             30 s later (odls_base_sigkill_timeout, like Slurm's KillWait) and exits 1.
+#             to the ranks like srun does; on SIGTERM it sends SIGTERM to the ranks, SIGKILL
+#             1 s later (Open MPI's odls_base_sigkill_timeout) and exits 1, where srun would
+#             relay SIGTERM and let Slurm's KillWait (30 s) run: stop dry runs with SIGUSR1.
 #   scontrol  `scontrol requeue ID` records the requeue: when the script has ended it is run
 #             again, with SLURM_RESTART_COUNT incremented.  `scontrol show job` prints a line.
 #   scancel   `scancel [--signal=SIG] [--batch|--full] ID` signals the srun steps / the batch
@@ -98,7 +99,7 @@ echo "$$" >>"$SLURM_DRYRUN_STATE/srun.pids"
 echo "[slurm_dryrun] srun -> mpirun -n $n --oversubscribe --bind-to none $*" >&2
 # Open MPI would take the SLURM_* variables for a real allocation (and fail): hide them.
 for v in "${!SLURM_@}"; do unset "$v"; done
-exec mpirun -n "$n" --oversubscribe --bind-to none --mca odls_base_sigkill_timeout 30 "$@"
+exec mpirun -n "$n" --oversubscribe --bind-to none "$@"
 SHIM
 cat >"$state/bin/scontrol" <<'SHIM'
 #!/usr/bin/env bash
