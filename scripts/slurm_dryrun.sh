@@ -13,7 +13,7 @@
 #   --signal-when-exists PATH
 #                         send SIGUSR1 to the batch script as soon as PATH exists, first
 #                         start only (a stop at a known point of the run, for tests)
-#   --max-requeues N      run the script again at most N times after `scontrol requeue` [5]
+#   --max-requeues N      run the script again at most N times after `scontrol requeue` [20]
 #   --job-id ID           SLURM_JOB_ID [4242]
 #   -h, --help
 #
@@ -39,7 +39,7 @@ source "$here/env.sh"
 usage() { sed -n '2,33s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 die() { echo "slurm_dryrun: $*" >&2; exit 2; }
 
-ntasks="" cpus="" limit="" when="" max_requeues=5 job_id=4242
+ntasks="" cpus="" limit="" when="" max_requeues=20 job_id=4242
 while (($#)); do
     case "$1" in
         -n | --ntasks) ntasks="$2"; shift 2 ;;
