@@ -215,7 +215,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 last_checkpoint = Some(p);
                 last_ckpt_time = Instant::now();
             }
-            if sim.stop_agreed {
+            // A stop agreed on the last step is a normal end (final snapshot, no "stopped").
+            if sim.stop_agreed && sim.step < end {
                 let sig = signals::requested().unwrap_or(libc::SIGTERM);
                 stopped = last_checkpoint.clone().map(|p| (sig, p));
                 break;

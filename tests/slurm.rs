@@ -1,0 +1,221 @@
+//! Slurm batch script, dry run (issue #6): `scripts/slurm_dryrun.sh` runs `slurm/run.sbatch`
+//! with fake Slurm (srun → mpirun, scontrol requeue → run the script again). A SIGUSR1 to the
+//! batch script (what `#SBATCH --signal=B:USR1@…` does before the time limit) must make the
+//! solver checkpoint and exit, the script requeue itself, the second start continue from
+//! `OUT/checkpoints/latest` to the last step, and the final state equal, bit for bit, that of
+//! an uninterrupted run.
+//!
+//! The signal is sent as soon as the first periodic checkpoint exists (`--signal-when-exists`),
+//! not after a fixed sleep: the solver is then surely past its start-up and far from its end.
+//! Should a very slow machine still finish the run before the signal lands, the script sees a
+//! finished run and does not requeue; the final state must be identical all the same.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const BIN: &str = env!("CARGO_BIN_EXE_demhpc");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(test: &str) -> Self {
+        static SEQ: AtomicUsize = AtomicUsize::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "demhpc-slurm-{test}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+fn describe(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Open MPI settings of scripts/env.sh (root in containers, oversubscription, idle yield).
+fn mpi_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_mpi_yield_when_idle", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("OMPI_MCA_btl_base_warn_component_unused", "0")
+        .env_remove("RUST_LOG")
+}
+
+/// gid-sorted particle state of a snapshot, as raw bits.
+#[derive(PartialEq, Debug)]
+struct State {
+    gid: Vec<u64>,
+    pos: Vec<u64>,
+    vel: Vec<u64>,
+    angvel: Vec<u64>,
+    radius: Vec<u64>,
+    ncontacts: Vec<u32>,
+}
+
+fn read_state(file: &Path) -> State {
+    let f = hdf5::File::open(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let bits = |name: &str| -> Vec<u64> {
+        f.dataset(name)
+            .unwrap()
+            .read_raw::<f64>()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_bits())
+            .collect()
+    };
+    State {
+        gid: f.dataset("gid").unwrap().read_raw::<u64>().unwrap(),
+        pos: bits("pos"),
+        vel: bits("vel"),
+        angvel: bits("angvel"),
+        radius: bits("radius"),
+        ncontacts: f.dataset("ncontacts").unwrap().read_raw::<u32>().unwrap(),
+    }
+}
+
+/// Small settle (8×8×8 lattice falling into a walled box), a checkpoint every 200 steps.
+const SCENE: &str = r#"Scene(
+    name: "slurm_dryrun",
+    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0)],
+    walls: [
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "g"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (1.0, 0.0, 0.0), material: "g"),
+        Wall(point: (0.0192, 0.0, 0.0), normal: (-1.0, 0.0, 0.0), material: "g"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 1.0, 0.0), material: "g"),
+        Wall(point: (0.0, 0.0192, 0.0), normal: (0.0, -1.0, 0.0), material: "g"),
+    ],
+    spheres: [Lattice(material: "g", spacing: 2.4e-3, counts: (8, 8, 8), radius: 1e-3,
+                      polydispersity: 0.1, jitter: 0.05e-3, seed: 20240601)],
+    gravity: (0.0, 0.0, -9.81), damping: 0.3, dt: Fixed(7e-6), skin: 0.2e-3, run: Steps(1),
+    domain: Domain(lo: (-0.002, -0.002, -0.002), hi: (0.022, 0.022, 0.05)),
+    output: Output(series_every: 100),
+    checkpoint: (every: 200, keep: 2),
+)"#;
+
+/// Long enough (seconds on 2 ranks) that the stop lands well before the end.
+const STEPS: u64 = 8000;
+
+#[test]
+fn dry_run_usr1_checkpoints_requeues_restarts_and_matches_uninterrupted_run() {
+    let tmp = TempDir::new("dryrun");
+    let scene = tmp.0.join("scene.ron");
+    std::fs::write(&scene, SCENE).unwrap();
+    let steps = STEPS.to_string();
+
+    // Uninterrupted reference: 2 ranks × 1 thread, as in the dry run.
+    let reference = tmp.0.join("reference");
+    let o = mpi_env(Command::new("mpirun").args(["--oversubscribe", "--bind-to", "none"]))
+        .args([
+            "-n",
+            "2",
+            BIN,
+            "-q",
+            "--threads",
+            "1",
+            "--steps",
+            &steps,
+            "--out",
+        ])
+        .arg(&reference)
+        .arg(&scene)
+        .output()
+        .expect("run mpirun");
+    assert_eq!(o.status.code(), Some(0), "reference run: {}", describe(&o));
+
+    // The batch job, stopped by SIGUSR1 once the first checkpoint is there.
+    let out = tmp.0.join("job");
+    let o = mpi_env(&mut Command::new("bash"))
+        .arg(Path::new(ROOT).join("scripts/slurm_dryrun.sh"))
+        .args([
+            "-n",
+            "2",
+            "-c",
+            "1",
+            "--max-requeues",
+            "3",
+            "--signal-when-exists",
+        ])
+        .arg(out.join("checkpoints/latest"))
+        .arg(Path::new(ROOT).join("slurm/run.sbatch"))
+        .arg(&scene)
+        .arg(&steps)
+        .arg(&out)
+        .env("DEMHPC", BIN)
+        .env_remove("FLAGS")
+        .env_remove("SRUN_FLAGS")
+        .current_dir(&tmp.0)
+        .output()
+        .expect("run scripts/slurm_dryrun.sh");
+    let log = describe(&o);
+    for l in log.lines().filter(|l| {
+        l.contains("run.sbatch[") || l.contains("[slurm_dryrun]") || l.contains("stopped by")
+    }) {
+        eprintln!("{l}");
+    }
+    assert_eq!(o.status.code(), Some(0), "dry run: {log}");
+    assert!(
+        log.contains("SIGUSR1 to the batch script"),
+        "no signal sent: {log}"
+    );
+    assert!(log.contains("the run is finished"), "{log}");
+    if log.contains("stopped by SIGUSR1 after step") {
+        // The interesting path: checkpoint → exit 0 → requeue → restart from latest → end.
+        assert!(log.contains("restart with: demhpc --restart"), "{log}");
+        assert!(log.contains("scontrol requeue"), "not requeued: {log}");
+        assert!(log.contains("restart count 1"), "no second start: {log}");
+        assert!(
+            log.contains("continuing from"),
+            "second start did not restart: {log}"
+        );
+        assert!(
+            log.contains("restarted from"),
+            "solver did not restart: {log}"
+        );
+        assert!(log.contains("1 requeue(s), exit status 0"), "{log}");
+    } else {
+        eprintln!("note: the run finished before SIGUSR1 reached it (slow machine?); no requeue");
+        assert!(log.contains("0 requeue(s), exit status 0"), "{log}");
+    }
+
+    let snap = format!("snapshots/snap_{STEPS:09}.h5");
+    let (a, b) = (
+        read_state(&reference.join(&snap)),
+        read_state(&out.join(&snap)),
+    );
+    assert_eq!(a.gid.len(), 512);
+    assert!(a.ncontacts.iter().any(|&c| c > 0), "no contacts formed");
+    assert_eq!(b.gid, a.gid, "particle ids differ (lost/duplicated)");
+    assert!(
+        a == b,
+        "final state after stop/requeue/restart differs from the uninterrupted run: {log}"
+    );
+    let series = |d: &Path| std::fs::read_to_string(d.join("series.csv")).unwrap();
+    assert_eq!(
+        series(&out),
+        series(&reference),
+        "series.csv differs from the uninterrupted run"
+    );
+    let latest = std::fs::read_to_string(out.join("checkpoints/latest")).unwrap();
+    assert_eq!(latest.trim(), format!("ckpt_{STEPS:010}.h5"));
+}
