@@ -68,6 +68,9 @@ fn parse_grid(s: &str) -> Result<[usize; 3], String> {
 }
 
 fn main() {
+    // First of all: a SIGTERM/SIGUSR1 arriving during start-up (MPI init, scene, reading a
+    // checkpoint) must not kill the rank; it is honoured at the first step.
+    demhpc::signals::install();
     let cli = Cli::parse();
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => "warn",
@@ -192,16 +195,17 @@ fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
         grid: cli.grid,
         restart: cli.restart.clone(),
     };
-    demhpc::signals::install();
     let s = run(scene, &opts)?;
     if demhpc::domain::comm::Comm::world_rank() == 0 {
         if let Some((sig, ck)) = &s.stopped {
             println!(
-                "stopped by {} after step {}; checkpoint written to {}\nrestart with: demhpc --restart {}",
+                "stopped by {} at step {}; checkpoint written to {}\nrestart with: demhpc --restart {} --out {}{}",
                 demhpc::signals::name(*sig),
-                s.steps_done,
+                s.last_step,
                 ck.display(),
-                ck.display()
+                ck.display(),
+                s.out_dir.display(),
+                cli.steps.map(|n| format!(" --steps {n}")).unwrap_or_default()
             );
         }
         println!("output: {}", s.out_dir.display());

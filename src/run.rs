@@ -31,6 +31,8 @@ pub struct RunOptions {
 pub struct RunSummary {
     pub out_dir: PathBuf,
     pub steps_done: u64,
+    /// The step number the run ended at (counted from step 0 of the scene).
+    pub last_step: u64,
     pub wall_s: f64,
     pub particle_steps_per_s: f64,
     /// The run stopped early on this signal, after writing this checkpoint.
@@ -278,6 +280,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let summary = RunSummary {
         out_dir: out_dir.clone(),
         steps_done: done,
+        last_step: sim.step,
         wall_s,
         particle_steps_per_s: psps,
         stopped,
@@ -301,7 +304,10 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             bytes_per_step_per_rank: tr[0] / (done.max(1) as f64 * ranks as f64),
             ghost_fraction: tr[1] / n.max(1) as f64,
         };
-        write_timing(&out_dir, &sim, &summary, &phases, &comm, n)?;
+        // a run that had nothing to do keeps the timing report of the run that did the work
+        if done > 0 {
+            write_timing(&out_dir, &sim, &summary, &phases, &comm, n)?;
+        }
         info!(
             "done: {} steps of {} particles in {:.3} s: {:.3e} particle-steps/s ({:.3e} per core, {} core(s)), {} rebuilds",
             done, n, wall_s, psps, psps / cores as f64, cores, sim.n_rebuilds

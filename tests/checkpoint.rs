@@ -239,12 +239,12 @@ fn signal_mid_run(tmp: &TempDir, ranks: usize, signal: i32, out: &str) -> Output
     child.wait_with_output().unwrap()
 }
 
-/// The step at which a signalled run stopped, from its "stopped by … after step N" line.
+/// The step at which a signalled run stopped, from its "stopped by … at step N" line.
 fn stopped_at(o: &Output, signal: &str) -> u64 {
     let text = String::from_utf8_lossy(&o.stdout);
     let line = text
         .lines()
-        .find(|l| l.starts_with(&format!("stopped by {signal} after step ")))
+        .find(|l| l.starts_with(&format!("stopped by {signal} at step ")))
         .unwrap_or_else(|| panic!("no stop message: {}", describe(o)));
     line.split_whitespace()
         .nth(5)

@@ -179,7 +179,7 @@ fn dry_run_usr1_checkpoints_requeues_restarts_and_matches_uninterrupted_run() {
         "no signal sent: {log}"
     );
     assert!(log.contains("the run is finished"), "{log}");
-    if log.contains("stopped by SIGUSR1 after step") {
+    if log.contains("stopped by SIGUSR1 at step") {
         // The interesting path: checkpoint → exit 0 → requeue → restart from latest → end.
         assert!(log.contains("restart with: demhpc --restart"), "{log}");
         assert!(log.contains("scontrol requeue"), "not requeued: {log}");
