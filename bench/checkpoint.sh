@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checkpoint write and read cost (issue #4): settle-64k on 1 and 2 ranks, a 1M-particle dense
-# lattice on 1 rank (and 2 with CKPT_LARGE_RANKS="1 2").
+# Checkpoint write and read cost (issue #4): settle-64k and the 32k chute on 1 and 2 ranks, a
+# 1M-particle lattice on 1 rank (and 2 with CKPT_LARGE_RANKS="1 2").
 #
 #   bench/checkpoint.sh
 #   SETTLE_STEPS=3000 LATTICE_N=100 CKPT_RANKS="1 2" bench/checkpoint.sh
@@ -84,6 +84,10 @@ PY
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores), 1 thread per rank"
 for r in $CKPT_RANKS; do
     measure settle64k scenes/settle_large.ron "$SETTLE_STEPS" "$r" "$STEPS_AFTER"
+done
+# the chute: a dense, sliding packing (~15 000 contacts with history from the start)
+for r in $CKPT_RANKS; do
+    measure chute32k scenes/chute.ron 200 "$r" "$STEPS_AFTER"
 done
 lattice_scene "$LATTICE_N" >"$WORK/lattice.ron"
 for r in $CKPT_LARGE_RANKS; do
