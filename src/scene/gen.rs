@@ -210,8 +210,8 @@ pub fn dense_pack(s: &DensePackSpec) -> std::result::Result<(Vec<(V3, f64)>, f64
     let mut next = vec![u32::MAX; n];
     let mut rho = r * 0.6;
     let mut max_ov = f64::INFINITY;
-    let mut since = 0;
-    for sweep in 0..20_000 {
+    let (mut since, mut at_full) = (0, 0);
+    for _sweep in 0..20_000 {
         head.iter_mut().for_each(|h| *h = u32::MAX);
         for i in (0..n).rev() {
             let (a, b, c) = cell_of(&pos[i]);
@@ -249,7 +249,8 @@ pub fn dense_pack(s: &DensePackSpec) -> std::result::Result<(Vec<(V3, f64)>, f64
             }
         }
         if rho >= r {
-            if max_ov < 1e-3 * r || sweep > 15_000 {
+            at_full += 1;
+            if max_ov < 1e-3 * r || at_full > 300 {
                 break;
             }
         } else if max_ov < 1e-2 * rho || since >= 30 {

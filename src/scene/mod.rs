@@ -516,7 +516,7 @@ fn build_spheres(ctx: &Ctx, specs: &[SphereSpec], mats: &[Material]) -> Result<P
                     return Err(ctx.err(&format!("{p}.porosity"), "must be in [0.3, 0.9)"));
                 }
                 let (v, ov) = gen::dense_pack(d).map_err(|e| ctx.err(&p, e))?;
-                log::debug!("{p}: {} spheres, largest overlap {ov:.3e} r", v.len());
+                log::info!("{p}: {} spheres, largest overlap {ov:.3e} r", v.len());
                 if v.len() as u64 + offset > MAX_SPHERES {
                     return Err(ctx.err(&p, "too many spheres"));
                 }
