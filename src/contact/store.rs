@@ -300,6 +300,32 @@ mod tests {
     }
 
     #[test]
+    fn pack_unpack_round_trips_the_cpm_history() {
+        let mut st = ContactState::new(
+            FrictPhys {
+                kn: 1.0,
+                ks: 2.0,
+                tan_phi: 3.0,
+                cn: 4.0,
+            },
+            V3::new(0.0, 0.6, 0.8),
+        );
+        st.fs = V3::new(1e-5, -2e-5, 3e-5);
+        st.cpm = CpmHist {
+            d0: 2.5e-3,
+            kappa: 1.5e-4,
+            omega: 0.3,
+            eps_n_pl: -1e-4,
+            eps_d: 2e-6,
+            cohesive: true,
+        };
+        let mut v = Vec::new();
+        st.pack(&mut v);
+        assert_eq!(v.len(), ContactState::N_F64);
+        assert_eq!(ContactState::unpack(&v), st);
+    }
+
+    #[test]
     fn merge_keeps_history_by_key() {
         let mut pl = PairList::default();
         pl.merge(&[cand(0, 1), cand(0, 2), cand(1, 3)], |_| true);
