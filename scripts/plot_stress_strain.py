@@ -4,7 +4,7 @@
 usage: plot_stress_strain.py OUT/strainer.csv [OTHER.csv ...] [-o curve.png]
 
 Stress is plotted in MPa, > 0 in tension, < 0 in compression (CONVENTIONS.md); the right axis
-shows the number of broken links.
+shows the number of damaged (ω > 0) or removed links.
 """
 import argparse
 import csv
@@ -19,7 +19,8 @@ def read(path):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     col = lambda k: [float(r[k]) for r in rows]  # noqa: E731
-    return col("strain"), col("stress_Pa"), col("stress_lw_Pa"), col("links_broken")
+    damaged = [a + b for a, b in zip(col("links_damaged"), col("links_broken"))]
+    return col("strain"), col("stress_Pa"), col("stress_lw_Pa"), damaged
 
 
 def main():
@@ -37,7 +38,7 @@ def main():
         ax2.plot([e * 1e3 for e in eps], broken, ":", color=line.get_color())
     ax.set_xlabel("axial strain [‰]")
     ax.set_ylabel("axial stress [MPa] (> 0 tension)")
-    ax2.set_ylabel("broken links (dotted)")
+    ax2.set_ylabel("damaged + removed links (dotted)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
