@@ -2,7 +2,8 @@
 # Side-by-side benchmark of demhpc and LAMMPS on the same inputs, same machine, same invocation.
 #
 #   bench/bench.sh                 # settle-8k, settle-64k, chute; demhpc at 1 and 2 threads
-#   SETTLE_STEPS=20000 SETTLE_LARGE_STEPS=4000 CHUTE_STEPS=1000 bench/bench.sh
+#   SETTLE_STEPS=20000 SETTLE_LARGE_STEPS=4000 CHUTE_STEPS=1000 CPM_STEPS=5000 bench/bench.sh
+#   CASES=cpm bench/bench.sh       # only the CPM tension test (no LAMMPS counterpart)
 #
 # Prints one line per run with particle-steps/s (psps) and psps per core, then the ratio
 # demhpc/LAMMPS per core. Both codes run the same step range from the same initial state
@@ -15,6 +16,7 @@ source scripts/env.sh
 SETTLE_STEPS="${SETTLE_STEPS:-20000}"
 SETTLE_LARGE_STEPS="${SETTLE_LARGE_STEPS:-4000}"
 CHUTE_STEPS="${CHUTE_STEPS:-1000}"
+CPM_STEPS="${CPM_STEPS:-5000}"
 THREADS_LIST="${THREADS_LIST:-1 2}"
 WORK="bench/work"
 mkdir -p "$WORK"
@@ -42,7 +44,9 @@ per_core() { sed -n 's/.*psps_per_core=\([0-9.eE+-]*\).*/\1/p'; }
 
 declare -A LMP
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores)"
-for case in settle8k settle64k chute; do
+LMP_CASES="settle8k settle64k chute"
+[[ "${CASES:-all}" == "cpm" ]] && LMP_CASES=""
+for case in $LMP_CASES; do
     case "$case" in
         settle8k) lline="$(bench/lammps.sh settle 8000 "$SETTLE_STEPS")"; scene=scenes/settle.ron; steps=$SETTLE_STEPS ;;
         settle64k) lline="$(bench/lammps.sh settle 64000 "$SETTLE_LARGE_STEPS")"; scene=scenes/settle_large.ron; steps=$SETTLE_LARGE_STEPS ;;
@@ -58,3 +62,11 @@ for case in settle8k settle64k chute; do
             'BEGIN { printf "ratio %s threads=%s demhpc/lammps per core = %.2f\n", c, t, d / l }'
     done
 done
+
+# CPM uniaxial tension (scenes/cpm_tension.ron, ~2300 spheres, ~13 links per sphere): demhpc
+# only (LAMMPS has no CPM). The first CPM_STEPS steps: elastic loading and damage onset.
+if [[ " ${CASES:-all} " == *" all "* || " ${CASES:-all} " == *" cpm "* ]]; then
+    for t in $THREADS_LIST; do
+        demhpc_run cpm_tension scenes/cpm_tension.ron "$CPM_STEPS" "$t"
+    done
+fi

@@ -7,6 +7,7 @@
 pub mod collide;
 pub mod contact;
 pub mod domain;
+pub mod engines;
 pub mod error;
 pub mod forces;
 pub mod integrate;

@@ -1,6 +1,7 @@
 //! Materials and the pair-parameter mixing that turns two materials into contact parameters
 //! (Yade's Ip2 functors, digest A3; thesis §2.2.1 eq. 2.13–2.20). A closed set: one `match`.
 
+pub use crate::contact::law::cpm::CpmMat;
 use serde::{Deserialize, Serialize};
 
 /// A material, as given in the scene (all SI).
@@ -8,6 +9,16 @@ use serde::{Deserialize, Serialize};
 pub enum Material {
     /// Yade's `FrictMat`: linear elastic–frictional (Cundall–Strack) contacts.
     Frict(FrictMat),
+    /// Šmilauer's Concrete Particle Model (Yade `CpmMat`, thesis §3.2): cohesive links with
+    /// damage, compressive hardening and shear plasticity (`contact/law/cpm.rs`).
+    Cpm(CpmNamed),
+}
+
+/// A named CPM material (the parameters, with their defaults, are [`CpmMat`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpmNamed {
+    pub name: String,
+    pub params: CpmMat,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -29,16 +40,26 @@ impl Material {
     pub fn name(&self) -> &str {
         match self {
             Material::Frict(m) => &m.name,
+            Material::Cpm(m) => &m.name,
         }
     }
     pub fn density(&self) -> f64 {
         match self {
             Material::Frict(m) => m.density,
+            Material::Cpm(m) => m.params.density,
         }
     }
     pub fn young(&self) -> f64 {
         match self {
             Material::Frict(m) => m.young,
+            Material::Cpm(m) => m.params.young,
+        }
+    }
+    /// The CPM parameters, if this is a CPM material.
+    pub fn cpm(&self) -> Option<&CpmMat> {
+        match self {
+            Material::Cpm(m) => Some(&m.params),
+            _ => None,
         }
     }
 }
@@ -102,6 +123,18 @@ pub fn mix(a: &Material, b: &Material, r1: f64, r2: f64, m_eff: f64) -> FrictPhy
                 ks,
                 tan_phi,
                 cn,
+            }
+        }
+        // CPM pairs go through `CpmPhys::new` (contact/law/cpm.rs); a scene never mixes CPM
+        // with frictional materials or walls (scene validation), so this is a plain elastic
+        // placeholder (K_N = E r of the mirror-sphere rule) used by nothing physical.
+        (a, b) => {
+            let kn = series(2.0 * a.young() * r1, 2.0 * b.young() * r2);
+            FrictPhys {
+                kn,
+                ks: 0.0,
+                tan_phi: 0.0,
+                cn: 0.0,
             }
         }
     }

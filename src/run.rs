@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::io::checkpoint;
-use crate::io::series::Series;
+use crate::io::series::{Series, StrainSeries};
 use crate::io::snapshot::SnapshotWriter;
 use crate::scene::Scene;
 use crate::signals;
@@ -118,8 +118,13 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         .unwrap_or_else(|| Path::new("output").join(&scene.name));
     let end = opts.steps.unwrap_or(scene.steps);
     let output = scene.output.clone();
+    let strain_every = scene.strainer.as_ref().map_or(0, |s| s.every);
     let ck = scene.checkpoint.clone();
     let (scene_text, scene_file) = (scene.text.clone(), scene.file.display().to_string());
+    // A generated CPM specimen is saved (`x y z r`, readable by `TextFile`) so that other runs
+    // can start from it.
+    let specimen = (opts.restart.is_none() && scene.interaction_radius.is_some())
+        .then(|| specimen_text(&scene.particles));
     let mut io = CheckpointIo::default();
     let t_read = Instant::now();
     let mut sim = match &opts.restart {
@@ -149,6 +154,17 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         (true, true) => Some(Series::resume(&series_path, n_walls, sim.step)?),
         (false, _) => None,
     };
+    let mut strain_csv = match (&sim.strainer, root) {
+        (Some(_), true) => Some(StrainSeries::open(
+            &out_dir.join("strainer.csv"),
+            opts.restart.as_ref().map(|_| sim.step),
+        )?),
+        _ => None,
+    };
+    if let (Some(t), true) = (&specimen, root) {
+        let p = out_dir.join("specimen.txt");
+        std::fs::write(&p, t).map_err(|e| Error::io(&p, e))?;
+    }
     let mut snaps = match opts.restart {
         Some(_) => SnapshotWriter::resume(&out_dir, root, sim.step)?,
         None => SnapshotWriter::new(&out_dir, root)?,
@@ -203,11 +219,21 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             {
                 snaps.write(&sim)?;
             }
+            let finished = sim.finished();
+            if strain_every > 0 && (sim.step % strain_every == 0 || sim.step == end || finished) {
+                let row = strain_row(&sim);
+                if let Some(c) = strain_csv.as_mut() {
+                    c.row(&row)?;
+                }
+            }
             let periodic = ck.every > 0 && sim.step % ck.every == 0;
-            let at_end = ck.at_end && sim.step == end;
+            let at_end = ck.at_end && (sim.step == end || finished);
             if periodic || at_end || sim.checkpoint_agreed || sim.stop_agreed {
                 if let Some(s) = series.as_mut() {
                     s.flush()?;
+                }
+                if let Some(c) = strain_csv.as_mut() {
+                    c.flush()?;
                 }
                 let t_write = Instant::now();
                 let p = save(&sim)?;
@@ -216,6 +242,15 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 io.write_bytes += file_len(&p);
                 last_checkpoint = Some(p);
                 last_ckpt_time = Instant::now();
+            }
+            if finished {
+                if root {
+                    info!(
+                        "strainer: stress fell below the stop fraction of the peak at step {}",
+                        sim.step
+                    );
+                }
+                break;
             }
             // A stop agreed on the last step is a normal end (final snapshot, no "stopped").
             if sim.stop_agreed && sim.step < end {
@@ -272,6 +307,9 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     }
     if let Some(s) = series.as_mut() {
         s.flush()?;
+    }
+    if let Some(c) = strain_csv.as_mut() {
+        c.flush()?;
     }
     sim.timers.output += t0.elapsed();
     let wall_s = sim.comm.max_f64(start.elapsed().as_secs_f64());
@@ -335,6 +373,40 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
 }
 
 /// Build the simulation from a checkpoint (collective).
+/// Spheres as `x y z r` lines.
+fn specimen_text(ps: &crate::particles::Particles) -> String {
+    let mut t = String::from("# demhpc specimen: x y z r [m]\n");
+    for i in 0..ps.n_owned {
+        let (x, r) = (ps.pos[i], ps.radius[i]);
+        t += &format!("{:e} {:e} {:e} {:e}\n", x.x, x.y, x.z, r);
+    }
+    t
+}
+
+/// One row of `strainer.csv` (collective: every rank computes, rank 0 writes).
+fn strain_row(sim: &Simulation) -> String {
+    let Some(st) = &sim.strainer else {
+        return String::new();
+    };
+    let lw = sim.love_weber_stress(st.area * st.length0);
+    let lat = st.lateral_strain(&sim.ps, &sim.comm);
+    let ls = sim.link_stats();
+    format!(
+        "{},{:.12e},{:.9e},{:.9e},{:.9e},{:.9e},{},{},{},{},{:.6e}",
+        sim.step,
+        sim.time,
+        st.strain(),
+        st.stress,
+        lw[(st.axis, st.axis)],
+        lat,
+        ls.intact,
+        ls.damaged,
+        ls.broken,
+        ls.frictional,
+        ls.mean_omega
+    )
+}
+
 fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
     let info = checkpoint::read_info(path)?;
     let reproducible = scene.reproducible || info.reproducible;

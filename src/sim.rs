@@ -11,10 +11,11 @@ use crate::domain::decomp::{self, Decomp};
 use crate::domain::exact::ExactSum;
 use crate::domain::halo::Halo;
 use crate::domain::Domain;
+use crate::engines::strainer::UniaxialStrainer;
 use crate::error::{Error, Result};
 use crate::forces::ForceSlots;
 use crate::integrate;
-use crate::material::Material;
+use crate::material::{CpmMat, Material};
 use crate::particles::{Particles, PermuteScratch, BLOCK_ALL};
 use crate::scene::Scene;
 use crate::V3;
@@ -67,6 +68,42 @@ pub struct Restored {
     pub engines: String,
 }
 
+/// CPM set-up of a simulation whose materials are all CPM.
+#[derive(Clone, Debug)]
+pub struct CpmSim {
+    /// CPM parameters per material index.
+    pub mats: Vec<CpmMat>,
+    /// Interaction radius R_I of the initial step (thesis eq. 2.23).
+    pub interaction_radius: f64,
+    /// The initial cohesive network has been created (after the first step).
+    pub links_created: bool,
+    /// Number of cohesive links created then (all ranks).
+    pub n_links0: u64,
+}
+
+/// Link statistics of a CPM packing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LinkStats {
+    /// Cohesive links with ω = 0.
+    pub intact: u64,
+    /// Cohesive links with ω > 0 still present.
+    pub damaged: u64,
+    /// Cohesive links removed since the first step.
+    pub broken: u64,
+    /// Mean ω over the present cohesive links.
+    pub mean_omega: f64,
+    /// Non-cohesive (frictional) contacts.
+    pub frictional: u64,
+}
+
+/// Engine/controller state stored in checkpoints (RON text).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct EngineState {
+    links_created: bool,
+    n_links0: u64,
+    strainer: Option<UniaxialStrainer>,
+}
+
 #[derive(Clone)]
 pub struct Simulation {
     pub name: String,
@@ -108,6 +145,14 @@ pub struct Simulation {
     pub checkpoint_requested: bool,
     /// Output of the last `step`: some rank asked for a checkpoint.
     pub checkpoint_agreed: bool,
+    /// CPM contacts (all materials CPM), else the frictional law.
+    pub cpm: Option<CpmSim>,
+    /// Uniaxial strain controller.
+    pub strainer: Option<UniaxialStrainer>,
+    /// The scene has a strainer (checked against checkpoints).
+    strainer_wanted: bool,
+    /// Extra candidate distance for CPM links: (R_I − 1)·2 r_max (0 otherwise).
+    reach_extra: f64,
     grid: CellGrid,
     cands: Vec<Candidate>,
     reference: Vec<V3>,
@@ -137,6 +182,20 @@ impl Simulation {
         // Every rank sees the same initial particles: wrap them into the cell, then keep the
         // owned ones (the same arithmetic on every rank count).
         scene.domain.wrap_owned(&mut scene.particles);
+        // The strainer chooses its end groups on all initial particles (same on every rank).
+        let strainer = scene.strainer.clone().map(|st| {
+            let ps = &mut scene.particles;
+            let mean_r = ps.radius.iter().sum::<f64>() / ps.n_owned.max(1) as f64;
+            UniaxialStrainer::new(
+                ps,
+                st.axis,
+                st.strain_rate,
+                st.support.unwrap_or(2.0 * mean_r),
+                st.ramp_steps,
+                st.stop_fraction,
+                st.area,
+            )
+        });
         let d = &scene.domain;
         let ps = &scene.particles;
         let (mut bb_lo, mut bb_hi) = (d.lo, d.hi);
@@ -148,7 +207,9 @@ impl Simulation {
                 bb_hi = bb_hi.sup(x);
             }
         }
-        Self::build_with_bbox(scene, mpi, grid, (bb_lo, bb_hi))
+        let mut sim = Self::build_with_bbox(scene, mpi, grid, (bb_lo, bb_hi))?;
+        sim.strainer = strainer;
+        Ok(sim)
     }
 
     /// Like `build`, with the bounding box over which open axes are cut given (restarts).
@@ -159,7 +220,22 @@ impl Simulation {
         (bb_lo, bb_hi): (V3, V3),
     ) -> Result<Self> {
         let rmax = scene.particles.radius.iter().cloned().fold(0.0, f64::max);
-        let halo = 2.0 * rmax + scene.skin;
+        // CPM: links reach R_I (r₁ + r₂) at creation, so candidates and the halo reach
+        // (R_I − 1)·2 r_max further (thesis §6.1.4: enlarged bounding boxes).
+        let reach_extra = scene
+            .interaction_radius
+            .map_or(0.0, |ri| (ri - 1.0) * 2.0 * rmax);
+        let cpm = scene.interaction_radius.map(|ri| CpmSim {
+            mats: scene
+                .materials
+                .iter()
+                .map(|m| m.cpm().copied().unwrap_or_default())
+                .collect(),
+            interaction_radius: ri,
+            links_created: false,
+            n_links0: 0,
+        });
+        let halo = 2.0 * rmax + scene.skin + reach_extra;
         scene.domain.check_halo(halo)?;
         let d = &scene.domain;
         let ps = &scene.particles;
@@ -222,6 +298,10 @@ impl Simulation {
             stop_agreed: false,
             checkpoint_requested: false,
             checkpoint_agreed: false,
+            cpm,
+            strainer: None,
+            strainer_wanted: scene.strainer.is_some(),
+            reach_extra,
             grid: CellGrid::default(),
             cands: Vec::new(),
             reference: Vec::new(),
@@ -313,20 +393,56 @@ impl Simulation {
         self.need_rebuild
     }
 
-    /// Engine and controller state as text, for checkpoints (empty: no engines yet).
+    /// Engine and controller state as RON text, for checkpoints (empty: no CPM, no engines).
     pub fn engine_state(&self) -> String {
-        String::new()
+        if self.cpm.is_none() && self.strainer.is_none() {
+            return String::new();
+        }
+        let e = EngineState {
+            links_created: self.cpm.as_ref().is_some_and(|c| c.links_created),
+            n_links0: self.cpm.as_ref().map_or(0, |c| c.n_links0),
+            strainer: self.strainer.clone(),
+        };
+        ron::to_string(&e).unwrap_or_default()
     }
 
     /// Inverse of [`Simulation::engine_state`].
     pub fn set_engine_state(&mut self, s: &str) -> Result<()> {
         if s.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Input(
-                "the checkpoint holds engine state this scene does not have".into(),
-            ))
+            if self.cpm.is_some() || self.strainer.is_some() {
+                return Err(Error::Input(
+                    "the checkpoint holds no CPM/strainer state but the scene has them".into(),
+                ));
+            }
+            return Ok(());
         }
+        let e: EngineState =
+            ron::from_str(s).map_err(|e| Error::Input(format!("checkpoint engine state: {e}")))?;
+        match &mut self.cpm {
+            Some(c) => {
+                c.links_created = e.links_created;
+                c.n_links0 = e.n_links0;
+            }
+            None if e.links_created => {
+                return Err(Error::Input(
+                    "the checkpoint holds CPM state this scene does not have".into(),
+                ))
+            }
+            None => {}
+        }
+        if e.strainer.is_some() != self.strainer_wanted {
+            return Err(Error::Input(
+                "the checkpoint and the scene disagree about the strainer".into(),
+            ));
+        }
+        self.strainer = e.strainer;
+        Ok(())
+    }
+
+    /// The strain controller asked to stop (collective agreement: its criterion uses global
+    /// sums only).
+    pub fn finished(&self) -> bool {
+        self.strainer.as_ref().is_some_and(|s| s.done)
     }
 
     /// Ask for a rebuild at the next step (e.g. after changing particles by hand).
@@ -406,7 +522,8 @@ impl Simulation {
             .build_ghosts(&self.comm, &self.dec, &mut self.ps, &cell, self.halo);
         self.timers.comm += tc.elapsed();
         let ps = &self.ps;
-        collide::sphere_candidates(ps, self.skin, &cell, &mut self.grid, &mut self.cands);
+        let reach = self.skin + self.reach_extra;
+        collide::sphere_candidates(ps, reach, &cell, &mut self.grid, &mut self.cands);
         // Debug builds check that no contact touching an owned particle was dropped.
         let owned: Vec<u64> = if cfg!(debug_assertions) {
             let mut g = ps.gid[..ps.n_owned].to_vec();
@@ -494,8 +611,33 @@ impl Simulation {
         let cell = self.domain.size();
         let out = self.slots.writer();
         let sl = &self.slots;
+        if let Some(st) = &mut self.strainer {
+            st.pre_step(self.step, self.dt, &mut self.ps);
+        }
         let (ps, mats, dt) = (&self.ps, &self.materials, self.dt);
-        contact::sphere_pairs(&mut self.pairs, &sl.pair_slot, out, ps, mats, &cell, dt);
+        match &self.cpm {
+            None => contact::sphere_pairs(&mut self.pairs, &sl.pair_slot, out, ps, mats, &cell, dt),
+            Some(c) => {
+                let cs = contact::CpmStep {
+                    link_factor: if c.links_created {
+                        0.0
+                    } else {
+                        c.interaction_radius
+                    },
+                    max_stretch: 0.5 * self.skin,
+                };
+                contact::cpm_pairs(
+                    &mut self.pairs,
+                    &sl.pair_slot,
+                    out,
+                    ps,
+                    &c.mats,
+                    &cell,
+                    dt,
+                    cs,
+                )
+            }
+        }
         contact::wall_pairs(
             &mut self.wall_pairs,
             &sl.wall_slot,
@@ -540,6 +682,16 @@ impl Simulation {
         self.need_rebuild = !(d2 <= half * half && wall_d2 <= half * half);
         self.step += 1;
         self.time += self.dt;
+        if let Some(st) = &mut self.strainer {
+            st.post_step(&self.ps, &self.comm);
+        }
+        if self.cpm.as_ref().is_some_and(|c| !c.links_created) {
+            let n = self.link_stats();
+            if let Some(c) = &mut self.cpm {
+                c.links_created = true;
+                c.n_links0 = n.intact + n.damaged;
+            }
+        }
         let t4 = Instant::now();
         self.timers.comm += t4 - t3;
         self.timers.contact += t2 - t1;
@@ -678,6 +830,69 @@ impl Simulation {
         let mut v = [e];
         self.comm.sum_exact(&mut v);
         v[0].value()
+    }
+
+    /// CPM link statistics over all ranks (each contact counted once). Collective.
+    pub fn link_stats(&self) -> LinkStats {
+        let n_owned = self.ps.n_owned;
+        let (mut c, mut om) = ([0i64; 3], ExactSum::new());
+        for k in 0..self.pairs.len() {
+            if self.pairs.active[k] && (self.pairs.i[k] as usize) < n_owned {
+                let h = &self.pairs.state[k].cpm;
+                if h.cohesive {
+                    c[(h.omega > 0.0) as usize] += 1;
+                    om.add(h.omega);
+                } else {
+                    c[2] += 1;
+                }
+            }
+        }
+        self.comm.sum_i64s(&mut c);
+        let mut om = [om];
+        self.comm.sum_exact(&mut om);
+        let present = (c[0] + c[1]) as u64;
+        let n0 = self.cpm.as_ref().map_or(0, |cp| cp.n_links0);
+        LinkStats {
+            intact: c[0] as u64,
+            damaged: c[1] as u64,
+            broken: n0.saturating_sub(present),
+            mean_omega: if present > 0 {
+                om[0].value() / present as f64
+            } else {
+                0.0
+            },
+            frictional: c[2] as u64,
+        }
+    }
+
+    /// Love–Weber stress of the packing over a volume V (thesis eq. 3.32–3.37, digest §4.5
+    /// with the erratum on the 1/V and l factors): σ = (1/V) Σ_c sym(l ⊗ F), l = C₂ − C₁, F the
+    /// force on particle 1 (tension positive), forces of the last step. Summed exactly over all
+    /// ranks (each contact once). Collective.
+    pub fn love_weber_stress(&self, volume: f64) -> nalgebra::Matrix3<f64> {
+        let ps = &self.ps;
+        let cell = self.domain.size();
+        let mut sums = vec![ExactSum::new(); 6];
+        const IJ: [(usize, usize); 6] = [(0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1)];
+        for k in 0..self.pairs.len() {
+            let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
+            if self.pairs.active[k] && i < ps.n_owned {
+                let l = crate::contact::geom::branch(
+                    ps.pos[i],
+                    ps.pos[j],
+                    ps.image[i],
+                    ps.image[j],
+                    &cell,
+                );
+                let f = self.slots.pair_force(k);
+                for (s, &(a, b)) in sums.iter_mut().zip(&IJ) {
+                    s.add(0.5 * (l[a] * f[b] + l[b] * f[a]));
+                }
+            }
+        }
+        self.comm.sum_exact(&mut sums);
+        let v: Vec<f64> = sums.iter().map(|s| s.value() / volume).collect();
+        nalgebra::Matrix3::new(v[0], v[5], v[4], v[5], v[1], v[3], v[4], v[3], v[2])
     }
 
     /// Local index of the owned particle with global id `gid` (linear search; tests/tools).

@@ -11,8 +11,9 @@ use crate::forces::SlotWriter;
 use crate::material::{mix, Material};
 use crate::particles::Particles;
 use crate::V3;
+use law::cpm::{self, CpmMat, CpmPhys, CpmState};
 use rayon::prelude::*;
-use store::{ContactState, PairForce, PairList};
+use store::{ContactState, CpmHist, PairForce, PairList};
 
 /// Pairs per rayon task: large enough to amortise scheduling, small enough to balance.
 pub const CHUNK: usize = 2048;
@@ -117,6 +118,155 @@ pub fn sphere_pair(
         f,
         t1: nxf * r1,
         t2: nxf * r2,
+    }
+}
+
+/// Per-step switches of the CPM contact loop.
+#[derive(Clone, Copy, Debug)]
+pub struct CpmStep {
+    /// Interaction radius R_I while the initial cohesive network is created (the first step,
+    /// thesis §6.1.4 / digest §1.4: pairs with d₀ ≤ R_I (r₁ + r₂) become cohesive links, eq.
+    /// 2.23); 0 afterwards (new contacts are non-cohesive, geometric contact only).
+    pub link_factor: f64,
+    /// A cohesive link stretched by more than this [m] (l − d₀) is removed as fully damaged:
+    /// beyond it the pair could leave the collider's reach (half the Verlet skin). With the
+    /// default parameters ω > 1 − 1e-6 there.
+    pub max_stretch: f64,
+}
+
+/// CPM sphere–sphere contact loop of one step (every material is CPM). `mats[m]` holds the
+/// CPM parameters of material index m.
+#[allow(clippy::too_many_arguments)]
+pub fn cpm_pairs(
+    pairs: &mut PairList,
+    slots: &[[u32; 2]],
+    out: SlotWriter,
+    ps: &Particles,
+    mats: &[CpmMat],
+    cell: &V3,
+    dt: f64,
+    cs: CpmStep,
+) {
+    let (ii, jj) = (&pairs.i, &pairs.j);
+    pairs
+        .active
+        .par_chunks_mut(CHUNK)
+        .zip(pairs.state.par_chunks_mut(CHUNK))
+        .enumerate()
+        .for_each(|(c, (act, st))| {
+            let base = c * CHUNK;
+            for k in 0..st.len() {
+                let (i, j) = (ii[base + k] as usize, jj[base + k] as usize);
+                let was_active = act[k];
+                let r = cpm_pair(&mut act[k], &mut st[k], ps, mats, cell, dt, cs, i, j);
+                if was_active || act[k] {
+                    out.pair(slots[base + k], r.f, r.t1, r.t2);
+                }
+            }
+        });
+}
+
+/// One CPM pair: link/contact creation (thesis §3.2.1, §2.3.1.1), geometry (§2.3.1.2,
+/// incremental shear §2.3.2.1), the law (`law::cpm::cpm_step`, §3.2.6) and forces (§3.2.5).
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn cpm_pair(
+    active: &mut bool,
+    st: &mut ContactState,
+    ps: &Particles,
+    mats: &[CpmMat],
+    cell: &V3,
+    dt: f64,
+    cs: CpmStep,
+    i: usize,
+    j: usize,
+) -> PairForce {
+    let (r1, r2) = (ps.radius[i], ps.radius[j]);
+    let l = geom::branch(ps.pos[i], ps.pos[j], ps.image[i], ps.image[j], cell);
+    let d2 = l.norm_squared();
+    let reach = r1 + r2;
+    if !*active {
+        // thesis eq. 2.23: a link if d₀ ≤ R_I (r₁ + r₂) during the initial step
+        let link = cs.link_factor * reach;
+        let cohesive = cs.link_factor > 0.0 && d2 <= link * link;
+        if !cohesive && d2 >= reach * reach {
+            return PairForce::default();
+        }
+        let d = d2.sqrt();
+        // d₀ = the distance at creation (eq. 2.21) for a link; for a later frictional contact
+        // min(l, r₁ + r₂): r₁ + r₂ at first touch, and no jump for a pair that was overlapping
+        // when its link broke.
+        let d0 = if cohesive { d } else { d.min(reach) };
+        *active = true;
+        *st = ContactState {
+            n_old: l / d,
+            fs: V3::zeros(),
+            phys: Default::default(),
+            cpm: CpmHist {
+                d0,
+                omega: if cohesive { 0.0 } else { 1.0 }, // thesis §3.2.1
+                cohesive,
+                ..Default::default()
+            },
+        };
+    }
+    let h = st.cpm;
+    let d = d2.sqrt();
+    if h.cohesive && d - h.d0 > cs.max_stretch {
+        *active = false; // fully damaged link beyond the collider's reach
+        return PairForce::default();
+    }
+    let n = l / d;
+    let p = CpmPhys::new(
+        &mats[ps.material[i] as usize],
+        &mats[ps.material[j] as usize],
+        r1,
+        r2,
+        h.d0,
+    );
+    let eps_n = cpm::normal_strain(d, h.d0); // thesis eq. 2.28
+                                             // Contact point C = C₁ + d₁' n with d₁' = d₁ − (d₀ − l)/2 = r₁ + (l − r₁ − r₂)/2 (eq. 2.22,
+                                             // 2.26); d₂' = l − d₁'. They are the lever arms of the relative velocity and the torques.
+    let a1 = r1 + 0.5 * (d - reach);
+    let a2 = d - a1;
+    let (w1, w2) = (ps.angvel[i], ps.angvel[j]);
+    // ε_T carried into the current contact plane (eq. 2.30–2.31), then the increment (2.32–2.34).
+    let eps_t = geom::rotate_shear(st.fs, st.n_old, n, n.dot(&(w1 + w2)), dt);
+    let v12 = geom::relative_velocity(ps.vel[i], w1, a1, ps.vel[j], w2, a2, n);
+    let deps = cpm::shear_strain_increment(v12, n, dt, h.d0);
+    let mut cst = CpmState {
+        d0: h.d0,
+        kappa: h.kappa,
+        omega: h.omega,
+        eps_n_pl: h.eps_n_pl,
+        eps_d: h.eps_d,
+        eps_t,
+        cohesive: h.cohesive,
+        ..Default::default()
+    };
+    let o = cpm::cpm_step(&p, &mut cst, eps_n, deps, dt);
+    if o.remove {
+        *active = false;
+        return PairForce::default();
+    }
+    st.n_old = n;
+    st.fs = cst.eps_t;
+    st.cpm = CpmHist {
+        d0: h.d0,
+        kappa: cst.kappa,
+        omega: cst.omega,
+        eps_n_pl: cst.eps_n_pl,
+        eps_d: cst.eps_d,
+        cohesive: h.cohesive,
+    };
+    // thesis eq. 3.30–3.31 (digest §12: lever arm of 2 is C − C₂ = −d₂' n):
+    // T₁ = d₁' n × F, T₂ = (−d₂' n) × (−F) = d₂' n × F.
+    let f = o.force(&n);
+    let nxf = n.cross(&f);
+    PairForce {
+        f,
+        t1: nxf * a1,
+        t2: nxf * a2,
     }
 }
 

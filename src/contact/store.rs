@@ -15,6 +15,28 @@ pub struct ContactState {
     /// Shear force F_T acting on particle 1.
     pub fs: V3,
     pub phys: FrictPhys,
+    /// CPM history (zero for frictional contacts). For a CPM contact `fs` holds the elastic
+    /// shear strain ε_T instead of a force, and `phys` is unused.
+    pub cpm: CpmHist,
+}
+
+/// The per-contact state variables of the CPM law (thesis §3.2.6, digest §11: κ, ω, ε_N^pl,
+/// ε_d, d₀, cohesive; ε_T lives in `ContactState::fs`). The pair parameters are not stored: they
+/// are re-mixed from the two materials and d₀ every step (`CpmPhys::new`, a few flops).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpmHist {
+    /// Equilibrium distance d₀ [m] (thesis eq. 2.21).
+    pub d0: f64,
+    /// κ (eq. 3.3).
+    pub kappa: f64,
+    /// ω (eq. 3.2).
+    pub omega: f64,
+    /// ε_N^pl (§3.2.3.1).
+    pub eps_n_pl: f64,
+    /// ε_d (eq. 3.5).
+    pub eps_d: f64,
+    /// A cohesive link of the initial network (§3.2.1).
+    pub cohesive: bool,
 }
 
 impl ContactState {
@@ -23,13 +45,14 @@ impl ContactState {
             n_old: n,
             fs: V3::zeros(),
             phys,
+            cpm: CpmHist::default(),
         }
     }
 }
 
 impl ContactState {
     /// Length of [`ContactState::pack`]'s record.
-    pub const N_F64: usize = 10;
+    pub const N_F64: usize = 16;
 
     /// Flatten into `f64`s (migration messages and checkpoints).
     pub fn pack(&self, out: &mut Vec<f64>) {
@@ -37,6 +60,15 @@ impl ContactState {
         out.extend_from_slice(self.fs.as_slice());
         let p = &self.phys;
         out.extend_from_slice(&[p.kn, p.ks, p.tan_phi, p.cn]);
+        let c = &self.cpm;
+        out.extend_from_slice(&[
+            c.d0,
+            c.kappa,
+            c.omega,
+            c.eps_n_pl,
+            c.eps_d,
+            c.cohesive as u8 as f64,
+        ]);
     }
 
     /// Inverse of [`ContactState::pack`] (`v` holds exactly `N_F64` values).
@@ -49,6 +81,14 @@ impl ContactState {
                 ks: v[7],
                 tan_phi: v[8],
                 cn: v[9],
+            },
+            cpm: CpmHist {
+                d0: v[10],
+                kappa: v[11],
+                omega: v[12],
+                eps_n_pl: v[13],
+                eps_d: v[14],
+                cohesive: v[15] != 0.0,
             },
         }
     }
@@ -257,6 +297,32 @@ mod tests {
             i: a as u32,
             j: b as u32,
         }
+    }
+
+    #[test]
+    fn pack_unpack_round_trips_the_cpm_history() {
+        let mut st = ContactState::new(
+            FrictPhys {
+                kn: 1.0,
+                ks: 2.0,
+                tan_phi: 3.0,
+                cn: 4.0,
+            },
+            V3::new(0.0, 0.6, 0.8),
+        );
+        st.fs = V3::new(1e-5, -2e-5, 3e-5);
+        st.cpm = CpmHist {
+            d0: 2.5e-3,
+            kappa: 1.5e-4,
+            omega: 0.3,
+            eps_n_pl: -1e-4,
+            eps_d: 2e-6,
+            cohesive: true,
+        };
+        let mut v = Vec::new();
+        st.pack(&mut v);
+        assert_eq!(v.len(), ContactState::N_F64);
+        assert_eq!(ContactState::unpack(&v), st);
     }
 
     #[test]

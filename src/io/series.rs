@@ -76,3 +76,53 @@ impl Series {
         })
     }
 }
+
+/// `strainer.csv` of the uniaxial strain controller (rank 0). Stress > 0 in tension, < 0 in
+/// compression (CONVENTIONS.md); `stress_Pa` from the end-particle forces, `stress_lw_Pa` the
+/// axial Love–Weber stress over the initial specimen volume A L₀.
+pub struct StrainSeries {
+    out: BufWriter<File>,
+    path: String,
+}
+
+pub const STRAIN_HEADER: &str = "step,time_s,strain,stress_Pa,stress_lw_Pa,lateral_strain,\
+links_intact,links_damaged,links_broken,contacts_frictional,mean_omega";
+
+impl StrainSeries {
+    /// New file, or (restart) keep the rows up to `step` and append, as [`Series::resume`].
+    pub fn open(path: &Path, resume_at: Option<u64>) -> Result<Self> {
+        let mut kept = format!("{STRAIN_HEADER}\n");
+        if let (Some(step), Ok(old)) = (resume_at, std::fs::read_to_string(path)) {
+            for line in old.lines().skip(1) {
+                let row_step = line.split(',').next().and_then(|s| s.parse::<u64>().ok());
+                if row_step.is_some_and(|s| s <= step) {
+                    kept.push_str(line);
+                    kept.push('\n');
+                }
+            }
+        }
+        super::write_atomic(path, kept.as_bytes())?;
+        let f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(StrainSeries {
+            out: BufWriter::new(f),
+            path: path.display().to_string(),
+        })
+    }
+
+    pub fn row(&mut self, fields: &str) -> Result<()> {
+        writeln!(self.out, "{fields}").map_err(|e| Error::Io {
+            path: self.path.clone(),
+            msg: e.to_string(),
+        })
+    }
+
+    pub fn flush(&mut self) -> Result<()> {
+        self.out.flush().map_err(|e| Error::Io {
+            path: self.path.clone(),
+            msg: e.to_string(),
+        })
+    }
+}

@@ -9,7 +9,7 @@ pub mod schema;
 use crate::contact::Wall;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::material::{FrictMat, Material};
+use crate::material::{CpmNamed, FrictMat, Material};
 use crate::particles::{Particle, Particles};
 use crate::timestep;
 use crate::V3;
@@ -37,6 +37,10 @@ pub struct Scene {
     pub output: OutputSpec,
     pub checkpoint: CheckpointSpec,
     pub reproducible: bool,
+    /// CPM interaction radius R_I when the materials are CPM (thesis eq. 2.23), else `None`.
+    pub interaction_radius: Option<f64>,
+    /// Uniaxial strain controller.
+    pub strainer: Option<StrainerSpec>,
 }
 
 /// Parse context: turns a field path into a positioned error.
@@ -193,6 +197,45 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         return Err(ctx.err("output.progress_s", "must be ≥ 0"));
     }
     check_checkpoint(ctx, &sf.checkpoint)?;
+    let n_cpm = materials.iter().filter(|m| m.cpm().is_some()).count();
+    let interaction_radius = if n_cpm > 0 {
+        if n_cpm != materials.len() {
+            return Err(ctx.err(
+                "materials",
+                "CPM materials cannot be mixed with other materials in one scene",
+            ));
+        }
+        if !walls.is_empty() {
+            return Err(ctx.err("walls", "CPM scenes have no walls (use the strainer)"));
+        }
+        let ri = sf.cpm.clone().unwrap_or_default().interaction_radius;
+        if !(1.0..=3.0).contains(&ri) {
+            return Err(ctx.err("cpm.interaction_radius", "must be in [1, 3]"));
+        }
+        Some(ri)
+    } else {
+        if sf.cpm.is_some() {
+            return Err(ctx.err("cpm", "only for scenes with Cpm materials"));
+        }
+        None
+    };
+    if let Some(st) = &sf.strainer {
+        if st.axis > 2 {
+            return Err(ctx.err("strainer.axis", "must be 0, 1 or 2"));
+        }
+        if !(st.strain_rate.is_finite() && st.strain_rate != 0.0) {
+            return Err(ctx.err("strainer.strain_rate", "must be finite and non-zero"));
+        }
+        if let Some(s) = st.support {
+            ctx.positive("strainer.support", s)?;
+        }
+        if let Some(a) = st.area {
+            ctx.positive("strainer.area", a)?;
+        }
+        if !(0.0..1.0).contains(&st.stop_fraction) {
+            return Err(ctx.err("strainer.stop_fraction", "must be in [0, 1)"));
+        }
+    }
     let name = sf.name.clone().unwrap_or_else(|| {
         ctx.file
             .file_stem()
@@ -218,6 +261,8 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         output: sf.output,
         checkpoint: sf.checkpoint,
         reproducible: sf.reproducible,
+        interaction_radius,
+        strainer: sf.strainer,
     })
 }
 
@@ -256,6 +301,8 @@ pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static 
         ("skin", a.skin == b.skin),
         ("domain", ron_of(&a.domain) == ron_of(&b.domain)),
         ("reproducible", a.reproducible == b.reproducible),
+        ("cpm", ron_of(&a.cpm) == ron_of(&b.cpm)),
+        ("strainer", ron_of(&a.strainer) == ron_of(&b.strainer)),
     ];
     same.iter().filter(|(_, s)| !s).map(|(n, _)| *n).collect()
 }
@@ -309,6 +356,24 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                     friction_angle: f.friction_angle,
                     density: f.density,
                     restitution: f.restitution,
+                }));
+            }
+            MaterialSpec::Cpm(c) => {
+                if c.name.is_empty() {
+                    return Err(ctx.err(&format!("{p}.name"), "must not be empty"));
+                }
+                if out.iter().any(|o| o.name() == c.name) {
+                    return Err(ctx.err(
+                        &format!("{p}.name"),
+                        format!("material `{}` defined twice", c.name),
+                    ));
+                }
+                c.params
+                    .validate()
+                    .map_err(|e| ctx.err(&format!("{p}.params"), e))?;
+                out.push(Material::Cpm(CpmNamed {
+                    name: c.name.clone(),
+                    params: c.params,
                 }));
             }
         }
@@ -434,6 +499,27 @@ fn build_spheres(ctx: &Ctx, specs: &[SphereSpec], mats: &[Material]) -> Result<P
                     return Err(ctx.err(&format!("{p}.hi"), "must exceed lo on every axis"));
                 }
                 let v = gen::random_fill(f).map_err(|e| ctx.err(&p, e))?;
+                for (mm, (x, r)) in v.into_iter().enumerate() {
+                    ps.push_owned(&Particle::sphere(
+                        offset + mm as u64,
+                        x,
+                        r,
+                        mats[m as usize].density(),
+                        m,
+                    ));
+                }
+            }
+            SphereSpec::DensePack(d) => {
+                let m = ctx.material(&format!("{p}.material"), &d.material, mats)?;
+                ctx.positive(&format!("{p}.radius"), d.radius)?;
+                if !(0.3..0.9).contains(&d.porosity) {
+                    return Err(ctx.err(&format!("{p}.porosity"), "must be in [0.3, 0.9)"));
+                }
+                let (v, ov) = gen::dense_pack(d).map_err(|e| ctx.err(&p, e))?;
+                log::info!("{p}: {} spheres, largest overlap {ov:.3e} r", v.len());
+                if v.len() as u64 + offset > MAX_SPHERES {
+                    return Err(ctx.err(&p, "too many spheres"));
+                }
                 for (mm, (x, r)) in v.into_iter().enumerate() {
                     ps.push_owned(&Particle::sphere(
                         offset + mm as u64,

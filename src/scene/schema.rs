@@ -53,11 +53,87 @@ pub struct SceneFile {
     /// Bitwise-reproducible mode, for any rank and thread count (default false).
     #[serde(default)]
     pub reproducible: bool,
+    /// CPM options (only with `Cpm` materials; default `(interaction_radius: 1.5)`).
+    #[serde(default)]
+    pub cpm: Option<CpmOptions>,
+    /// Uniaxial strain controller (default none).
+    #[serde(default)]
+    pub strainer: Option<StrainerSpec>,
+}
+
+fn default_interaction_radius() -> f64 {
+    1.5
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Cpm")]
+pub struct CpmOptions {
+    /// Interaction radius R_I: pairs with d₀ ≤ R_I (r₁ + r₂) at the first step become cohesive
+    /// links (thesis eq. 2.23; default 1.5, §3.3.2).
+    #[serde(default = "default_interaction_radius")]
+    pub interaction_radius: f64,
+}
+
+impl Default for CpmOptions {
+    fn default() -> Self {
+        CpmOptions {
+            interaction_radius: default_interaction_radius(),
+        }
+    }
+}
+
+fn default_axis() -> usize {
+    2
+}
+fn default_ramp() -> u64 {
+    100
+}
+fn default_stop() -> f64 {
+    0.5
+}
+fn default_ten() -> u64 {
+    10
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Strainer")]
+pub struct StrainerSpec {
+    /// Loading axis: 0, 1, 2 = x, y, z (default 2).
+    #[serde(default = "default_axis")]
+    pub axis: usize,
+    /// Axial strain rate [1/s]: > 0 tension, < 0 compression.
+    pub strain_rate: f64,
+    /// Thickness [m] of the end layers that get the prescribed velocity (default 2 mean radii).
+    #[serde(default)]
+    pub support: Option<f64>,
+    /// Steps over which the end velocity is ramped up linearly (default 100).
+    #[serde(default = "default_ramp")]
+    pub ramp_steps: u64,
+    /// Stop when |σ| < stop_fraction · peak (default 0.5; 0 = never).
+    #[serde(default = "default_stop")]
+    pub stop_fraction: f64,
+    /// Cross-section [m²] (default: the spheres' bounding box across the axis).
+    #[serde(default)]
+    pub area: Option<f64>,
+    /// A row of `strainer.csv` every this many steps (default 10).
+    #[serde(default = "default_ten")]
+    pub every: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum MaterialSpec {
     Frict(FrictSpec),
+    /// Concrete Particle Model: `Cpm((name: "c", params: (young: 30e9, ...)))`; every
+    /// parameter of `params` has a default (`contact/law/cpm.rs` `CpmMat`).
+    Cpm(CpmSpec),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpmSpec {
+    pub name: String,
+    #[serde(default)]
+    pub params: crate::contact::law::cpm::CpmMat,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -101,6 +177,8 @@ pub enum SphereSpec {
     Lattice(LatticeSpec),
     /// Random loose fill of a box, no overlaps (random sequential addition).
     RandomFill(RandomFillSpec),
+    /// Dense random packing of equal spheres in a box or a cylinder (`gen::dense_pack`).
+    DensePack(DensePackSpec),
     /// Text file, one sphere per line: `x y z r`; `#` starts a comment.
     TextFile(TextFileSpec),
     /// LAMMPS data file, `atom_style sphere` (Atoms: id type diameter density x y z [ix iy iz]).
@@ -151,6 +229,36 @@ pub struct RandomFillSpec {
     pub radius: f64,
     #[serde(default)]
     pub polydispersity: f64,
+    #[serde(default = "default_one")]
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum PackShape {
+    /// Axis-aligned box.
+    Box { lo: Vec3, hi: Vec3 },
+    /// Cylinder along z: base centre, radius, height.
+    Cylinder {
+        base: Vec3,
+        radius: f64,
+        height: f64,
+    },
+}
+
+fn default_porosity() -> f64 {
+    0.38
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DensePackSpec {
+    pub material: String,
+    pub shape: PackShape,
+    /// Sphere radius [m].
+    pub radius: f64,
+    /// Target porosity (default 0.38): the sphere count is (1 − n) V / (4/3 π r³).
+    #[serde(default = "default_porosity")]
+    pub porosity: f64,
     #[serde(default = "default_one")]
     pub seed: u64,
 }
