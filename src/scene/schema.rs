@@ -53,6 +53,14 @@ pub struct SceneFile {
     /// Bitwise-reproducible mode, for any rank and thread count (default false).
     #[serde(default)]
     pub reproducible: bool,
+    /// Copies of the whole block (spheres and domain) along x, y, z (default (1, 1, 1)); the
+    /// domain box is the tile. See docs/scene-format.md "Replication".
+    #[serde(default = "one3")]
+    pub replicate: [u64; 3],
+}
+
+fn one3() -> [u64; 3] {
+    [1; 3]
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
