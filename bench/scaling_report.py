@@ -138,10 +138,15 @@ def write_csv(out, rows):
                         (r[c] if isinstance(r[c], int) else f"{r[c]:.6g}") for c in COLUMNS])
 
 
-def write_md(out, rows, nproc, machine, flags):
+def write_md(out, rows, nproc, machine, flags, weak=False):
     r0 = rows[0]
+    # Weak scaling (bench/scaling --weak): the scene is tiled to the rank grid, so the
+    # particles per rank stay constant and efficiency = psps_per_core / psps_per_core(1).
+    title = (f"# Weak scaling: {r0['_scene']} ({r0['particles_per_rank']:.0f} particles per rank, "
+             f"{r0['steps']} steps)" if weak else
+             f"# Strong scaling: {r0['_scene']} ({r0['particles']} particles, {r0['steps']} steps)")
     lines = [
-        f"# Strong scaling: {r0['_scene']} ({r0['particles']} particles, {r0['steps']} steps)",
+        title,
         "",
         f"Machine: {machine}, nproc = {nproc}. Fastest of the repeats per configuration."
         + (f" demhpc flags: `{flags}`." if flags else "")
@@ -245,6 +250,7 @@ def main():
     ap.add_argument("--nproc", type=int, default=os.cpu_count())
     ap.add_argument("--machine", default="")
     ap.add_argument("--flags", default="")
+    ap.add_argument("--weak", action="store_true", help="runs of bench/scaling --weak")
     a = ap.parse_args()
     machine = a.machine
     if not machine and os.path.exists("/proc/cpuinfo"):
@@ -253,7 +259,7 @@ def main():
             machine = m.group(1) if m else "?"
     rows = rows_of(load_runs(a.out), a.nproc)
     write_csv(a.out, rows)
-    write_md(a.out, rows, a.nproc, machine, a.flags)
+    write_md(a.out, rows, a.nproc, machine, a.flags, a.weak)
     plots(a.out, rows, a.nproc)
     with open(os.path.join(a.out, "scaling.md")) as f:
         print(f.read())

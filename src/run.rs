@@ -123,8 +123,14 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let (scene_text, scene_file) = (scene.text.clone(), scene.file.display().to_string());
     // A generated CPM specimen is saved (`x y z r`, readable by `TextFile`) so that other runs
     // can start from it.
-    let specimen = (opts.restart.is_none() && scene.interaction_radius.is_some())
-        .then(|| specimen_text(&scene.particles));
+    // (rank 0 walks the scene's sources once more, keeping all: CPM specimens are small).
+    let specimen = match opts.restart.is_none()
+        && scene.interaction_radius.is_some()
+        && crate::domain::comm::Comm::world_rank() == 0
+    {
+        true => Some(specimen_text(&scene.generate(&|_, _| true, &mut |_| true)?)),
+        false => None,
+    };
     let mut io = CheckpointIo::default();
     let t_read = Instant::now();
     let mut sim = match &opts.restart {
@@ -374,11 +380,11 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
 
 /// Build the simulation from a checkpoint (collective).
 /// Spheres as `x y z r` lines.
-fn specimen_text(ps: &crate::particles::Particles) -> String {
+fn specimen_text(spheres: &[crate::particles::Particle]) -> String {
     let mut t = String::from("# demhpc specimen: x y z r [m]\n");
-    for i in 0..ps.n_owned {
-        let (x, r) = (ps.pos[i], ps.radius[i]);
-        t += &format!("{:e} {:e} {:e} {:e}\n", x.x, x.y, x.z, r);
+    for p in spheres {
+        let x = p.pos;
+        t += &format!("{:e} {:e} {:e} {:e}\n", x.x, x.y, x.z, p.radius);
     }
     t
 }

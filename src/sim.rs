@@ -164,6 +164,30 @@ pub struct Simulation {
     halo: f64,
 }
 
+/// This rank's spheres, created from the scene's generators (ARCHITECTURE.md "Distributed
+/// set-up"): each sphere is wrapped into the cell and kept if this rank owns it; tiles of a
+/// replicated scene far from the subdomain are skipped. The overlap check of the set-up runs
+/// here, on the owned spheres plus those within 2 max radii (collective).
+fn create_owned(scene: &Scene, dec: &Decomp, comm: &Comm) -> Result<Particles> {
+    let margin = 2.0 * scene.summary.rmax;
+    let d = &scene.domain;
+    let kept = scene.generate(&|lo, hi| dec.may_hold(lo, hi, margin), &mut |p| {
+        d.wrap_one(&mut p.pos, &mut p.wrap);
+        dec.near(&p.pos, margin)
+    })?;
+    let mut ps = Particles::default();
+    for p in kept.iter().filter(|p| dec.owns(&p.pos)) {
+        ps.push_owned(p);
+    }
+    for p in kept.iter().filter(|p| !dec.owns(&p.pos)) {
+        ps.push(p);
+    }
+    drop(kept);
+    crate::scene::check_overlaps(scene, &ps, comm)?;
+    ps.truncate_ghosts();
+    Ok(ps)
+}
+
 impl Simulation {
     /// A simulation on one process, without MPI (tests, tools).
     pub fn new(scene: Scene) -> Result<Self> {
@@ -178,48 +202,23 @@ impl Simulation {
         Self::build(scene, Some(n), grid)
     }
 
-    fn build(mut scene: Scene, mpi: Option<usize>, grid: Option<[usize; 3]>) -> Result<Self> {
-        // Every rank sees the same initial particles: wrap them into the cell, then keep the
-        // owned ones (the same arithmetic on every rank count).
-        scene.domain.wrap_owned(&mut scene.particles);
-        // The strainer chooses its end groups on all initial particles (same on every rank).
-        let strainer = scene.strainer.clone().map(|st| {
-            let ps = &mut scene.particles;
-            let mean_r = ps.radius.iter().sum::<f64>() / ps.n_owned.max(1) as f64;
-            UniaxialStrainer::new(
-                ps,
-                st.axis,
-                st.strain_rate,
-                st.support.unwrap_or(2.0 * mean_r),
-                st.ramp_steps,
-                st.stop_fraction,
-                st.area,
-            )
-        });
-        let d = &scene.domain;
-        let ps = &scene.particles;
-        let (mut bb_lo, mut bb_hi) = (d.lo, d.hi);
-        if ps.n_owned > 0 {
-            bb_lo = V3::repeat(f64::INFINITY);
-            bb_hi = V3::repeat(f64::NEG_INFINITY);
-            for x in &ps.pos[..ps.n_owned] {
-                bb_lo = bb_lo.inf(x);
-                bb_hi = bb_hi.sup(x);
-            }
-        }
-        let mut sim = Self::build_with_bbox(scene, mpi, grid, (bb_lo, bb_hi))?;
-        sim.strainer = strainer;
-        Ok(sim)
+    fn build(scene: Scene, mpi: Option<usize>, grid: Option<[usize; 3]>) -> Result<Self> {
+        // Open axes are cut over the bounding box of the initial centres (wrapped into the
+        // cell), found by the scene's streaming walk without creating the spheres.
+        let bbox = (scene.summary.lo, scene.summary.hi);
+        Self::build_with_bbox(scene, mpi, grid, bbox, true)
     }
 
-    /// Like `build`, with the bounding box over which open axes are cut given (restarts).
+    /// Like `build`, with the bounding box over which open axes are cut given (restarts), and
+    /// this rank's spheres created (`populate`) or left to the caller (restarts).
     fn build_with_bbox(
         scene: Scene,
         mpi: Option<usize>,
         grid: Option<[usize; 3]>,
         (bb_lo, bb_hi): (V3, V3),
+        populate: bool,
     ) -> Result<Self> {
-        let rmax = scene.particles.radius.iter().cloned().fold(0.0, f64::max);
+        let rmax = scene.summary.rmax;
         // CPM: links reach R_I (r₁ + r₂) at creation, so candidates and the halo reach
         // (R_I − 1)·2 r_max further (thesis §6.1.4: enlarged bounding boxes).
         let reach_extra = scene
@@ -238,7 +237,6 @@ impl Simulation {
         let halo = 2.0 * rmax + scene.skin + reach_extra;
         scene.domain.check_halo(halo)?;
         let d = &scene.domain;
-        let ps = &scene.particles;
         let ext = V3::from_fn(|a, _| {
             if d.periodic[a] {
                 d.hi[a] - d.lo[a]
@@ -264,12 +262,16 @@ impl Simulation {
         };
         let dec = Decomp::new(dims, comm.coords(), d.periodic, d.lo, d.hi, bb_lo, bb_hi);
         dec.check_halo(halo)?;
-        let mut mine = Particles::default();
-        for i in 0..ps.n_owned {
-            if dec.owns(&ps.pos[i]) {
-                mine.push_owned(&ps.get(i));
-            }
-        }
+        let mut mine = match populate {
+            true => create_owned(&scene, &dec, &comm)?,
+            false => Particles::default(),
+        };
+        // A fresh run sets the strainer up from the scene's summary (identical on every rank)
+        // and its owned spheres; a restart gets it from the checkpoint's engine state.
+        let strainer = match (populate, &scene.strainer) {
+            (true, Some(st)) => Some(UniaxialStrainer::new(st, &scene.summary, &mut mine, &comm)),
+            _ => None,
+        };
         Ok(Simulation {
             name: scene.name,
             materials: scene.materials,
@@ -299,7 +301,7 @@ impl Simulation {
             checkpoint_requested: false,
             checkpoint_agreed: false,
             cpm,
-            strainer: None,
+            strainer,
             strainer_wanted: scene.strainer.is_some(),
             reach_extra,
             grid: CellGrid::default(),
@@ -322,9 +324,7 @@ impl Simulation {
         bbox: (V3, V3),
     ) -> Result<Self> {
         let n = mpi.then(Comm::world_size);
-        let mut sim = Self::build_with_bbox(scene, n, grid, bbox)?;
-        sim.ps = Particles::default();
-        Ok(sim)
+        Self::build_with_bbox(scene, n, grid, bbox, false)
     }
 
     /// Continue from a checkpoint (collective). The neighbour structures are rebuilt at the

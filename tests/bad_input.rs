@@ -205,6 +205,18 @@ bad!(periodic_small, At::Scene, 12, "halo");
 bad!(coincident_spheres, At::Scene, 9, "spheres[1]");
 bad!(lammps_fixed_type, At::Scene, 11, "fixed_types");
 bad!(lattice_count_overflow, At::Scene, 11, "spheres[0].counts");
+bad!(
+    replicate_zero,
+    At::Scene,
+    11,
+    "replicate: every count must be ≥ 1"
+);
+bad!(
+    replicate_oblique_wall,
+    At::Scene,
+    9,
+    "walls[1]: oblique to the replicated axis x"
+);
 
 /// Every scene in `tests/bad_scenes/` has a test above (a new file without one fails here).
 #[test]

@@ -266,3 +266,48 @@ fn a_failing_rank_stops_the_whole_job() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("particle gid 0"), "{}", describe(&o));
 }
+
+/// Replication (issue 6, weak scaling): a 4×4×4 walled lattice whose domain is exactly the
+/// walled box, tiled (2, 2, 1): 256 spheres in one box twice as wide and deep (the far walls
+/// move to x = y = 2 · 9.6 mm, docs/scene-format.md "Replication"). Reproducible mode on 1, 2
+/// and 4 ranks (each rank generates only the tiles near its subdomain): bit-identical states.
+#[test]
+fn replicated_scene_is_bitwise_identical_on_1_2_4_ranks() {
+    let scene = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0)],
+    walls: [
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "g"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (1.0, 0.0, 0.0), material: "g"),
+        Wall(point: (0.0096, 0.0, 0.0), normal: (-1.0, 0.0, 0.0), material: "g"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 1.0, 0.0), material: "g"),
+        Wall(point: (0.0, 0.0096, 0.0), normal: (0.0, -1.0, 0.0), material: "g"),
+    ],
+    spheres: [Lattice(material: "g", spacing: 2.4e-3, counts: (4, 4, 4), radius: 1e-3,
+                      polydispersity: 0.1, jitter: 0.05e-3, seed: 7)],
+    gravity: (0.0, 0.0, -9.81), damping: 0.3, dt: Fixed(7e-6), skin: 0.2e-3, run: Steps(1),
+    domain: Domain(lo: (0.0, 0.0, -0.002), hi: (0.0096, 0.0096, 0.03)),
+    output: Output(series_every: 100),
+    replicate: (2, 2, 1),
+)"#;
+    let tmp = TempDir::new("replicate");
+    let runs = run_layouts(
+        &tmp,
+        scene,
+        3000,
+        &[(1, 1), (2, 1), (4, 1)],
+        &["--reproducible"],
+    );
+    let s = &runs[0].1;
+    assert_eq!(s.gid, (0..256).collect::<Vec<u64>>());
+    let x: Vec<f64> = s.pos.chunks(3).map(|p| f64::from_bits(p[0])).collect();
+    let y: Vec<f64> = s.pos.chunks(3).map(|p| f64::from_bits(p[1])).collect();
+    // copies fill the far tiles, and stay inside the moved walls (tolerance: 10 % of a radius
+    // of wall overlap)
+    assert!(x.iter().any(|&v| v > 0.0096) && y.iter().any(|&v| v > 0.0096));
+    assert!(x
+        .iter()
+        .chain(&y)
+        .all(|&v| v > 0.0009 && v < 0.0192 - 0.0009));
+    assert!(s.ncontacts.iter().any(|&c| c > 0));
+    assert_all_identical(&runs);
+}

@@ -216,6 +216,18 @@ impl Comm {
         v[0] as u64
     }
 
+    /// Global minimum of an integer (exact).
+    pub fn min_u64(&self, x: u64) -> u64 {
+        match self {
+            Comm::Serial => x,
+            Comm::Mpi(m) => {
+                let mut y: u64 = 0;
+                m.world.all_reduce_into(&x, &mut y, SystemOperation::min());
+                y
+            }
+        }
+    }
+
     /// Exclusive prefix sum over ranks (0 on rank 0).
     pub fn exscan_u64(&self, x: u64) -> u64 {
         match self {

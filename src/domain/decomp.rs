@@ -90,6 +90,29 @@ impl Decomp {
         (0..3).all(|a| self.coord_of(a, x[a]) == self.coords[a])
     }
 
+    /// Is `x` within `margin` of this rank's subdomain (or in it)? Periodic images are not
+    /// considered (the set-up's overlap check, `scene::check_overlaps`).
+    pub fn near(&self, x: &V3, margin: f64) -> bool {
+        (0..3).all(|a| {
+            let (lo, hi) = self.bounds(a);
+            x[a] >= lo - margin && x[a] <= hi + margin
+        })
+    }
+
+    /// Could a sphere with centre in the box `[lo, hi]` be owned by this rank or lie within
+    /// `margin` of its subdomain, once wrapped into the periodic cell? Conservative: a box
+    /// reaching out of the cell along a periodic axis may hold anything along it.
+    pub fn may_hold(&self, lo: &V3, hi: &V3, margin: f64) -> bool {
+        (0..3).all(|a| {
+            let p = self.dims[a];
+            if self.periodic[a] && (lo[a] < self.cuts[a][0] || hi[a] >= self.cuts[a][p]) {
+                return true;
+            }
+            let (b0, b1) = self.bounds(a);
+            hi[a] >= b0 - margin && lo[a] <= b1 + margin
+        })
+    }
+
     /// Which neighbours exist along each axis: [lower, upper].
     pub fn has_neighbours(&self, a: usize) -> [bool; 2] {
         if self.periodic[a] {

@@ -53,20 +53,25 @@ impl Domain {
 
     /// Wrap owned particles that left the periodic cell back into it, counting the wraps.
     pub fn wrap_owned(&self, ps: &mut Particles) {
-        let l = self.size();
         for i in 0..ps.n_owned {
-            for a in 0..3 {
-                if !self.periodic[a] {
-                    continue;
-                }
-                while ps.pos[i][a] >= self.hi[a] {
-                    ps.pos[i][a] -= l[a];
-                    ps.wrap[i][a] += 1;
-                }
-                while ps.pos[i][a] < self.lo[a] {
-                    ps.pos[i][a] += l[a];
-                    ps.wrap[i][a] -= 1;
-                }
+            self.wrap_one(&mut ps.pos[i], &mut ps.wrap[i]);
+        }
+    }
+
+    /// Wrap one position into the periodic cell, counting the cell crossings in `wrap`.
+    pub fn wrap_one(&self, x: &mut V3, wrap: &mut [i32; 3]) {
+        let l = self.size();
+        for a in 0..3 {
+            if !self.periodic[a] {
+                continue;
+            }
+            while x[a] >= self.hi[a] {
+                x[a] -= l[a];
+                wrap[a] += 1;
+            }
+            while x[a] < self.lo[a] {
+                x[a] += l[a];
+                wrap[a] -= 1;
             }
         }
     }

@@ -11,6 +11,8 @@
 use crate::domain::comm::Comm;
 use crate::domain::exact::ExactSum;
 use crate::particles::Particles;
+use crate::scene::schema::StrainerSpec;
+use crate::scene::source::Summary;
 use crate::V3;
 use serde::{Deserialize, Serialize};
 
@@ -45,26 +47,18 @@ pub struct UniaxialStrainer {
 }
 
 impl UniaxialStrainer {
-    /// Set up on the initial particles (all of them, identical on every rank): choose the end
-    /// groups (block their axial DOF) and measure L₀, A (`area` or the bounding-box
-    /// cross-section), centre and lateral size.
-    pub fn new(
-        ps: &mut Particles,
-        axis: usize,
-        strain_rate: f64,
-        support: f64,
-        ramp_steps: u64,
-        stop_fraction: f64,
-        area: Option<f64>,
-    ) -> Self {
-        let n = ps.n_owned;
-        let mut lo = V3::repeat(f64::INFINITY);
-        let mut hi = V3::repeat(f64::NEG_INFINITY);
-        for i in 0..n {
-            lo = lo.inf(&(ps.pos[i] - V3::repeat(ps.radius[i])));
-            hi = hi.sup(&(ps.pos[i] + V3::repeat(ps.radius[i])));
-        }
+    /// Set up at the start of a fresh run (collective): L₀, A (`area` or the bounding-box
+    /// cross-section) and the centre from the scene's summary of all spheres (identical on
+    /// every rank); the end groups are the spheres within `support` (default 2 mean radii) of
+    /// either end — each rank blocks the axial DOF of its own; the mean lateral distance is an
+    /// exact global sum, so every rank count gets the same bits.
+    pub fn new(spec: &StrainerSpec, all: &Summary, ps: &mut Particles, comm: &Comm) -> Self {
+        let axis = spec.axis;
+        let (lo, hi) = (all.ext_lo, all.ext_hi);
+        let mean_r = all.rsum / all.n.max(1) as f64;
+        let support = spec.support.unwrap_or(2.0 * mean_r);
         let center = (lo + hi) * 0.5;
+        let n = ps.n_owned;
         let bit = 1u8 << axis;
         for i in 0..n {
             let x = ps.pos[i][axis];
@@ -74,12 +68,12 @@ impl UniaxialStrainer {
             }
         }
         let (a1, a2) = ((axis + 1) % 3, (axis + 2) % 3);
-        let area = area.unwrap_or((hi[a1] - lo[a1]) * (hi[a2] - lo[a2]));
+        let area = spec.area.unwrap_or((hi[a1] - lo[a1]) * (hi[a2] - lo[a2]));
         let mut s = UniaxialStrainer {
             axis,
-            strain_rate,
-            ramp_steps,
-            stop_fraction,
+            strain_rate: spec.strain_rate,
+            ramp_steps: spec.ramp_steps,
+            stop_fraction: spec.stop_fraction,
             length0: hi[axis] - lo[axis],
             area,
             center: [center.x, center.y, center.z],
@@ -94,7 +88,8 @@ impl UniaxialStrainer {
         for i in 0..n {
             sum[0].add(s.lateral_distance(&ps.pos[i]));
         }
-        s.lateral0 = sum[0].value() / n as f64;
+        comm.sum_exact(&mut sum);
+        s.lateral0 = sum[0].value() / all.n.max(1) as f64;
         s
     }
 

@@ -272,13 +272,28 @@ fn data_err(path: &Path, line: usize, msg: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Read `x y z r` lines. Returns (centre, radius) in file order.
-pub fn read_text(path: &Path) -> Result<Vec<(V3, f64)>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
-    let mut out = Vec::new();
-    for (ln, line) in text.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
+/// Lines of a data file, streamed (never the whole file in memory): (1-based number, text).
+fn stream_lines(path: &Path) -> Result<impl Iterator<Item = Result<(usize, String)>> + '_> {
+    use std::io::BufRead;
+    let f =
+        std::fs::File::open(path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+    Ok(std::io::BufReader::new(f)
+        .lines()
+        .enumerate()
+        .map(move |(k, l)| {
+            l.map(|l| (k + 1, l))
+                .map_err(|e| Error::Input(format!("{}: {e}", path.display())))
+        }))
+}
+
+/// Stream `x y z r` lines, calling `f(centre, radius)` in file order; returns the count.
+/// `#` starts a comment. Memory O(1) whatever the file size (distributed set-up: every rank
+/// streams the file and keeps its own spheres).
+pub fn read_text(path: &Path, f: &mut dyn FnMut(V3, f64)) -> Result<u64> {
+    let mut n = 0u64;
+    for item in stream_lines(path)? {
+        let (ln, raw) = item?;
+        let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
@@ -286,131 +301,182 @@ pub fn read_text(path: &Path) -> Result<Vec<(V3, f64)>> {
             .split_whitespace()
             .map(|t| t.parse::<f64>())
             .collect::<std::result::Result<_, _>>()
-            .map_err(|e| data_err(path, ln + 1, format!("expected `x y z r` numbers: {e}")))?;
+            .map_err(|e| data_err(path, ln, format!("expected `x y z r` numbers: {e}")))?;
         if v.len() != 4 {
             return Err(data_err(
                 path,
-                ln + 1,
+                ln,
                 format!("expected 4 columns `x y z r`, found {}", v.len()),
             ));
         }
         if v.iter().any(|x| !x.is_finite()) || v[3] <= 0.0 {
             return Err(data_err(
                 path,
-                ln + 1,
+                ln,
                 format!("radius must be positive and values finite, got {line}"),
             ));
         }
-        out.push((V3::new(v[0], v[1], v[2]), v[3]));
+        f(V3::new(v[0], v[1], v[2]), v[3]);
+        n += 1;
     }
-    if out.is_empty() {
+    if n == 0 {
         return Err(data_err(path, 1, "no spheres in file"));
     }
-    Ok(out)
+    Ok(n)
 }
 
-/// Read a LAMMPS `atom_style sphere` data file; particle gid = `offset + id − 1`.
-/// `mats` maps atom type − 1 to a material index.
+/// One bit per atom id: repeated ids are found without holding the atoms (N/8 bytes).
+struct Seen(Vec<u64>);
+
+impl Seen {
+    /// Mark `id` (0-based); false if it was already marked.
+    fn mark(&mut self, id: usize) -> bool {
+        let (w, b) = (id / 64, 1u64 << (id % 64));
+        let fresh = self.0[w] & b == 0;
+        self.0[w] |= b;
+        fresh
+    }
+}
+
+/// Read a LAMMPS `atom_style sphere` data file, streaming it; particle gid = `offset + id − 1`.
+/// `mats` maps atom type − 1 to a material index. Every atom is shown to `visit` (in file
+/// order; it may move the particle, e.g. wrap it), and those it accepts are returned sorted by
+/// gid with the `Velocities` section applied. Returns (atom count, kept atoms).
 pub fn read_lammps(
     path: &Path,
     spec: &LammpsDataSpec,
     mats: &[u16],
     offset: u64,
-) -> Result<Vec<Particle>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
-    let lines: Vec<&str> = text.lines().collect();
-    let mut n_atoms: Option<usize> = None;
-    let mut k = 1; // first line is a comment
-    while k < lines.len() {
-        let l = lines[k].split('#').next().unwrap_or("").trim();
-        if l.ends_with("atoms") {
-            n_atoms = l.split_whitespace().next().and_then(|t| t.parse().ok());
-        }
-        if l == "Atoms" || lines[k].trim_start().starts_with("Atoms") {
-            break;
-        }
-        k += 1;
-    }
-    let n = n_atoms.ok_or_else(|| data_err(path, 1, "no `N atoms` line in the header"))?;
-    if k >= lines.len() {
-        return Err(data_err(path, lines.len(), "no `Atoms` section"));
-    }
-    k += 1;
-    let mut out = Vec::with_capacity(n);
-    let mut seen = vec![false; n];
-    while out.len() < n {
-        if k >= lines.len() {
+    visit: &mut dyn FnMut(&mut Particle) -> bool,
+) -> Result<(u64, Vec<Particle>)> {
+    let mut lines = stream_lines(path)?;
+    let n = lammps_header(path, &mut lines)?;
+    let mut out = Vec::new();
+    let mut seen = Seen(vec![0; n.div_ceil(64)]);
+    let (mut read, mut last) = (0usize, 0usize);
+    while read < n {
+        let Some(item) = lines.next() else {
             return Err(data_err(
                 path,
-                k,
-                format!("file ends after {} of {n} atoms", out.len()),
+                last,
+                format!("file ends after {read} of {n} atoms"),
             ));
-        }
-        let l = lines[k].split('#').next().unwrap_or("").trim();
-        k += 1;
+        };
+        let (k, raw) = item?;
+        last = k;
+        let l = raw.split('#').next().unwrap_or("").trim();
         if l.is_empty() {
             continue;
         }
-        let t: Vec<&str> = l.split_whitespace().collect();
-        let bad = |msg: String| data_err(path, k, msg);
-        if t.len() < 7 {
-            return Err(bad(format!(
-                "expected `id type diameter density x y z`, found `{l}`"
-            )));
+        let mut p = lammps_atom(path, k, l, spec, mats, offset, n, &mut seen)?;
+        read += 1;
+        if visit(&mut p) {
+            out.push(p);
         }
-        let num = |s: &str| s.parse::<f64>().map_err(|e| bad(format!("`{s}`: {e}")));
-        let id: usize = t[0]
-            .parse()
-            .map_err(|e| bad(format!("atom id `{}`: {e}", t[0])))?;
-        let ty: usize = t[1]
-            .parse()
-            .map_err(|e| bad(format!("atom type `{}`: {e}", t[1])))?;
-        if id == 0 || id > n || seen[id - 1] {
-            return Err(bad(format!("atom id {id} out of 1..{n} or repeated")));
-        }
-        seen[id - 1] = true;
-        if ty == 0 || ty > spec.materials.len() {
-            return Err(bad(format!(
-                "atom type {ty} has no material (scene lists {})",
-                spec.materials.len()
-            )));
-        }
-        let (d, rho) = (num(t[2])?, num(t[3])?);
-        if !(d > 0.0 && rho > 0.0) {
-            return Err(bad(format!(
-                "diameter and density must be positive, got {d} and {rho}"
-            )));
-        }
-        let x = V3::new(num(t[4])?, num(t[5])?, num(t[6])?);
-        let mut p = Particle::sphere(offset + id as u64 - 1, x, 0.5 * d, rho, mats[ty - 1]);
-        if spec.fixed_types.contains(&(ty as u32)) {
-            p.blocked = BLOCK_ALL;
-        }
-        out.push(p);
     }
     out.sort_by_key(|p| p.gid);
-    read_lammps_velocities(path, &lines, k, &mut out, offset)?;
-    Ok(out)
+    read_lammps_velocities(path, lines, &mut out, offset, n)?;
+    Ok((n as u64, out))
 }
 
-/// The optional `Velocities` section (`id vx vy vz wx wy wz` for atom_style sphere), after
-/// line index `from`. `out` is sorted by gid = offset + id − 1.
+/// Header up to and including the `Atoms` line: the atom count.
+fn lammps_header(
+    path: &Path,
+    lines: &mut impl Iterator<Item = Result<(usize, String)>>,
+) -> Result<usize> {
+    let mut n_atoms: Option<usize> = None;
+    let mut last = 0;
+    for item in lines.by_ref() {
+        let (k, raw) = item?;
+        last = k;
+        if k == 1 {
+            continue; // first line is a comment
+        }
+        let l = raw.split('#').next().unwrap_or("").trim();
+        if l.ends_with("atoms") {
+            n_atoms = l.split_whitespace().next().and_then(|t| t.parse().ok());
+        }
+        if l == "Atoms" || raw.trim_start().starts_with("Atoms") {
+            return n_atoms.ok_or_else(|| data_err(path, 1, "no `N atoms` line in the header"));
+        }
+    }
+    n_atoms.ok_or_else(|| data_err(path, 1, "no `N atoms` line in the header"))?;
+    Err(data_err(path, last, "no `Atoms` section"))
+}
+
+/// One line `id type diameter density x y z ...` of the `Atoms` section (line number `k`).
+#[allow(clippy::too_many_arguments)]
+fn lammps_atom(
+    path: &Path,
+    k: usize,
+    l: &str,
+    spec: &LammpsDataSpec,
+    mats: &[u16],
+    offset: u64,
+    n: usize,
+    seen: &mut Seen,
+) -> Result<Particle> {
+    let t: Vec<&str> = l.split_whitespace().collect();
+    let bad = |msg: String| data_err(path, k, msg);
+    if t.len() < 7 {
+        return Err(bad(format!(
+            "expected `id type diameter density x y z`, found `{l}`"
+        )));
+    }
+    let num = |s: &str| s.parse::<f64>().map_err(|e| bad(format!("`{s}`: {e}")));
+    let id: usize = t[0]
+        .parse()
+        .map_err(|e| bad(format!("atom id `{}`: {e}", t[0])))?;
+    let ty: usize = t[1]
+        .parse()
+        .map_err(|e| bad(format!("atom type `{}`: {e}", t[1])))?;
+    if id == 0 || id > n || !seen.mark(id - 1) {
+        return Err(bad(format!("atom id {id} out of 1..{n} or repeated")));
+    }
+    if ty == 0 || ty > spec.materials.len() {
+        return Err(bad(format!(
+            "atom type {ty} has no material (scene lists {})",
+            spec.materials.len()
+        )));
+    }
+    let (d, rho) = (num(t[2])?, num(t[3])?);
+    if !(d > 0.0 && rho > 0.0) {
+        return Err(bad(format!(
+            "diameter and density must be positive, got {d} and {rho}"
+        )));
+    }
+    let x = V3::new(num(t[4])?, num(t[5])?, num(t[6])?);
+    let mut p = Particle::sphere(offset + id as u64 - 1, x, 0.5 * d, rho, mats[ty - 1]);
+    if spec.fixed_types.contains(&(ty as u32)) {
+        p.blocked = BLOCK_ALL;
+    }
+    Ok(p)
+}
+
+/// The optional `Velocities` section (`id vx vy vz wx wy wz` for atom_style sphere), read from
+/// the rest of the file; applied to the atoms in `out` (sorted by gid = offset + id − 1), the
+/// others' lines only checked.
 fn read_lammps_velocities(
     path: &Path,
-    lines: &[&str],
-    from: usize,
+    mut lines: impl Iterator<Item = Result<(usize, String)>>,
     out: &mut [Particle],
     offset: u64,
+    n: usize,
 ) -> Result<()> {
-    let Some(start) =
-        (from..lines.len()).find(|&k| lines[k].trim_start().starts_with("Velocities"))
-    else {
-        return Ok(());
-    };
+    loop {
+        match lines.next() {
+            None => return Ok(()),
+            Some(item) => {
+                if item?.1.trim_start().starts_with("Velocities") {
+                    break;
+                }
+            }
+        }
+    }
     let mut seen = 0;
-    for (k, line) in lines.iter().enumerate().skip(start + 1) {
-        let l = line.split('#').next().unwrap_or("").trim();
+    for item in lines {
+        let (k, raw) = item?;
+        let l = raw.split('#').next().unwrap_or("").trim();
         if l.is_empty() {
             if seen > 0 {
                 break;
@@ -420,7 +486,7 @@ fn read_lammps_velocities(
         if l.starts_with(|c: char| c.is_alphabetic()) {
             break; // next section
         }
-        let bad = |msg: String| data_err(path, k + 1, msg);
+        let bad = |msg: String| data_err(path, k, msg);
         let t: Vec<&str> = l.split_whitespace().collect();
         if t.len() < 7 {
             return Err(bad(format!("expected `id vx vy vz wx wy wz`, found `{l}`")));
@@ -432,14 +498,16 @@ fn read_lammps_velocities(
         let id: usize = t[0]
             .parse()
             .map_err(|e| bad(format!("atom id `{}`: {e}", t[0])))?;
-        if id == 0 || id > out.len() {
-            return Err(bad(format!("atom id {id} out of 1..{}", out.len())));
+        if id == 0 || id > n {
+            return Err(bad(format!("atom id {id} out of 1..{n}")));
         }
-        let p = &mut out[id - 1];
-        debug_assert_eq!(p.gid, offset + id as u64 - 1);
-        if p.blocked != BLOCK_ALL {
-            p.vel = V3::new(v[0], v[1], v[2]);
-            p.angvel = V3::new(v[3], v[4], v[5]);
+        let gid = offset + id as u64 - 1;
+        if let Ok(i) = out.binary_search_by_key(&gid, |p| p.gid) {
+            let p = &mut out[i];
+            if p.blocked != BLOCK_ALL {
+                p.vel = V3::new(v[0], v[1], v[2]);
+                p.angvel = V3::new(v[3], v[4], v[5]);
+            }
         }
         seen += 1;
     }

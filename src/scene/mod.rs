@@ -5,17 +5,20 @@
 pub mod gen;
 pub mod locate;
 pub mod schema;
+pub mod source;
 
 use crate::contact::Wall;
+use crate::domain::comm::Comm;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::material::{CpmNamed, FrictMat, Material};
 use crate::particles::{Particle, Particles};
-use crate::timestep;
 use crate::V3;
 use locate::Locations;
 use schema::*;
+use source::{Source, SourceLoc, Summary};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// A validated scene, ready to run on one rank.
 #[derive(Clone, Debug)]
@@ -25,8 +28,18 @@ pub struct Scene {
     /// The scene text (stored in checkpoints).
     pub text: String,
     pub materials: Vec<Material>,
+    /// Walls of the (replicated) scene.
     pub walls: Vec<Wall>,
-    pub particles: Particles,
+    /// The sphere generators of the base block, each with its first gid and its place in the
+    /// file. The scene holds no spheres: [`Scene::generate`] makes a rank's own.
+    pub sources: Arc<Vec<Placed>>,
+    /// The spheres of the base block and of the whole scene (all tiles).
+    pub base: Summary,
+    pub summary: Summary,
+    /// Copies of the base block along x, y, z (tile-major gids).
+    pub replicate: [u64; 3],
+    /// Shift from one tile to the next: the edge lengths of the base domain.
+    pub tile: V3,
     pub gravity: V3,
     pub damping: f64,
     pub dt: f64,
@@ -151,9 +164,14 @@ impl Scene {
 
 fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
     let materials = build_materials(ctx, &sf.materials)?;
-    let walls = build_walls(ctx, &sf.walls, &materials)?;
-    let particles = build_spheres(ctx, &sf.spheres, &materials)?;
-    if particles.n_owned == 0 {
+    let mut walls = build_walls(ctx, &sf.walls, &materials)?;
+    let given_domain = sf
+        .domain
+        .as_ref()
+        .map(|d| domain_spec(ctx, d))
+        .transpose()?;
+    let (sources, base, bad) = build_spheres(ctx, &sf.spheres, &materials, &walls, &given_domain)?;
+    if base.n == 0 {
         return Err(ctx.err("spheres", "the scene has no spheres"));
     }
     let gravity = ctx.finite3("gravity", sf.gravity)?;
@@ -169,13 +187,12 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
                     format!("p-wave safety factor must be in (0, 1], got {s}"),
                 ));
             }
-            s * timestep::pwave(&particles, &materials)
+            s * base.pwave
         }
     };
-    let mean_r = particles.radius.iter().sum::<f64>() / particles.n_owned as f64;
     let skin = match sf.skin {
         Some(s) => ctx.positive("skin", s)?,
-        None => 0.2 * mean_r,
+        None => 0.2 * base.mean_radius(),
     };
     let steps = match sf.run {
         RunSpec::Steps(n) if n > 0 => n,
@@ -187,11 +204,15 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
             ))
         }
     };
-    let domain = build_domain(ctx, sf.domain.as_ref(), &particles, &walls)?;
-    check_placement(ctx, &particles, &walls, &domain)?;
-    let rmax = particles.radius.iter().cloned().fold(0.0, f64::max);
+    let explicit = given_domain.is_some();
+    let mut domain = given_domain.unwrap_or_else(|| default_domain(&base, &walls));
+    if let Some(b) = bad {
+        return Err(b.error(ctx));
+    }
+    let tile = domain.size();
+    let summary = replicate(ctx, sf.replicate, explicit, &mut domain, &mut walls, &base)?;
     domain
-        .check_halo(2.0 * rmax + skin)
+        .check_halo(2.0 * summary.rmax + skin)
         .map_err(|e| ctx.err("domain", e))?;
     if sf.output.progress_s < 0.0 || sf.output.progress_s.is_nan() {
         return Err(ctx.err("output.progress_s", "must be ≥ 0"));
@@ -251,7 +272,11 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         text: text.to_string(),
         materials,
         walls,
-        particles,
+        sources: Arc::new(sources),
+        base,
+        summary,
+        replicate: sf.replicate,
+        tile,
         gravity,
         damping: sf.damping,
         dt,
@@ -300,6 +325,7 @@ pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static 
         ("dt", ron_of(&a.dt) == ron_of(&b.dt)),
         ("skin", a.skin == b.skin),
         ("domain", ron_of(&a.domain) == ron_of(&b.domain)),
+        ("replicate", a.replicate == b.replicate),
         ("reproducible", a.reproducible == b.reproducible),
         ("cpm", ron_of(&a.cpm) == ron_of(&b.cpm)),
         ("strainer", ron_of(&a.strainer) == ron_of(&b.strainer)),
@@ -416,264 +442,506 @@ fn build_walls(ctx: &Ctx, specs: &[WallSpec], mats: &[Material]) -> Result<Vec<W
     Ok(out)
 }
 
+/// A generator with its first gid and its place in the scene file.
+pub type Placed = (Source, u64, SourceLoc);
+
 /// Most spheres one scene may hold: local indices are `u32`.
 const MAX_SPHERES: u64 = u32::MAX as u64 / 2;
 
-fn build_spheres(ctx: &Ctx, specs: &[SphereSpec], mats: &[Material]) -> Result<Particles> {
-    let mut ps = Particles::default();
-    // first gid of each source, for naming the source of a particle in errors
-    let mut first_gid = Vec::with_capacity(specs.len());
-    for (k, s) in specs.iter().enumerate() {
-        let p = format!("spheres[{k}]");
-        let offset = ps.n_owned as u64;
-        first_gid.push(offset);
-        match s {
-            SphereSpec::Sphere(o) => {
-                let m = ctx.material(&format!("{p}.material"), &o.material, mats)?;
-                let r = ctx.positive(&format!("{p}.radius"), o.radius)?;
-                let pos = ctx.finite3(&format!("{p}.pos"), o.pos)?;
-                let mut q = Particle::sphere(offset, pos, r, mats[m as usize].density(), m);
-                q.vel = ctx.finite3(&format!("{p}.vel"), o.vel)?;
-                q.angvel = ctx.finite3(&format!("{p}.angvel"), o.angvel)?;
-                q.blocked =
-                    parse_blocked(&o.blocked).map_err(|e| ctx.err(&format!("{p}.blocked"), e))?;
-                ps.push_owned(&q);
-            }
-            SphereSpec::Lattice(l) => {
-                let m = ctx.material(&format!("{p}.material"), &l.material, mats)?;
-                ctx.positive(&format!("{p}.radius"), l.radius)?;
-                ctx.positive(&format!("{p}.spacing"), l.spacing)?;
-                ctx.finite3(&format!("{p}.origin"), l.origin)?;
-                ctx.non_negative(&format!("{p}.jitter"), l.jitter)?;
-                if !(0.0..1.0).contains(&l.polydispersity) {
-                    return Err(ctx.err(&format!("{p}.polydispersity"), "must be in [0, 1)"));
-                }
-                if l.counts.contains(&0) {
-                    return Err(ctx.err(&format!("{p}.counts"), "all counts must be ≥ 1"));
-                }
-                match gen::lattice_count(l) {
-                    Some(n) if n + offset <= MAX_SPHERES => {}
-                    _ => {
-                        return Err(ctx.err(
-                            &format!("{p}.counts"),
-                            format!("too many spheres (at most {MAX_SPHERES} per scene)"),
-                        ))
-                    }
-                }
-                let rmax = l.radius * (1.0 + l.polydispersity);
-                if l.spacing - 2.0 * l.jitter < 2.0 * rmax {
-                    return Err(ctx.err(
-                        &format!("{p}.spacing"),
-                        format!(
-                            "spheres may overlap: spacing − 2·jitter < 2·max radius ({})",
-                            2.0 * rmax
-                        ),
-                    ));
-                }
-                for mm in 0..gen::lattice_count(l).unwrap_or(0) {
-                    let (x, r) = gen::lattice_sphere(l, mm);
-                    ps.push_owned(&Particle::sphere(
-                        offset + mm,
-                        x,
-                        r,
-                        mats[m as usize].density(),
-                        m,
-                    ));
-                }
-            }
-            SphereSpec::RandomFill(f) => {
-                let m = ctx.material(&format!("{p}.material"), &f.material, mats)?;
-                ctx.positive(&format!("{p}.radius"), f.radius)?;
-                if f.count + offset > MAX_SPHERES {
-                    return Err(ctx.err(
-                        &format!("{p}.count"),
-                        format!("too many spheres (at most {MAX_SPHERES} per scene)"),
-                    ));
-                }
-                if !(0.0..1.0).contains(&f.polydispersity) {
-                    return Err(ctx.err(&format!("{p}.polydispersity"), "must be in [0, 1)"));
-                }
-                let lo = ctx.finite3(&format!("{p}.lo"), f.lo)?;
-                let hi = ctx.finite3(&format!("{p}.hi"), f.hi)?;
-                if (0..3).any(|a| hi[a] <= lo[a]) {
-                    return Err(ctx.err(&format!("{p}.hi"), "must exceed lo on every axis"));
-                }
-                let v = gen::random_fill(f).map_err(|e| ctx.err(&p, e))?;
-                for (mm, (x, r)) in v.into_iter().enumerate() {
-                    ps.push_owned(&Particle::sphere(
-                        offset + mm as u64,
-                        x,
-                        r,
-                        mats[m as usize].density(),
-                        m,
-                    ));
-                }
-            }
-            SphereSpec::DensePack(d) => {
-                let m = ctx.material(&format!("{p}.material"), &d.material, mats)?;
-                ctx.positive(&format!("{p}.radius"), d.radius)?;
-                if !(0.3..0.9).contains(&d.porosity) {
-                    return Err(ctx.err(&format!("{p}.porosity"), "must be in [0.3, 0.9)"));
-                }
-                let (v, ov) = gen::dense_pack(d).map_err(|e| ctx.err(&p, e))?;
-                log::info!("{p}: {} spheres, largest overlap {ov:.3e} r", v.len());
-                if v.len() as u64 + offset > MAX_SPHERES {
-                    return Err(ctx.err(&p, "too many spheres"));
-                }
-                for (mm, (x, r)) in v.into_iter().enumerate() {
-                    ps.push_owned(&Particle::sphere(
-                        offset + mm as u64,
-                        x,
-                        r,
-                        mats[m as usize].density(),
-                        m,
-                    ));
-                }
-            }
-            SphereSpec::TextFile(t) => {
-                let m = ctx.material(&format!("{p}.material"), &t.material, mats)?;
-                let path = ctx.data_path(&format!("{p}.path"), &t.path)?;
-                for (mm, (x, r)) in gen::read_text(&path)?.into_iter().enumerate() {
-                    ps.push_owned(&Particle::sphere(
-                        offset + mm as u64,
-                        x,
-                        r,
-                        mats[m as usize].density(),
-                        m,
-                    ));
-                }
-            }
-            SphereSpec::LammpsData(d) => {
-                let path = ctx.data_path(&format!("{p}.path"), &d.path)?;
-                if d.materials.is_empty() {
-                    return Err(
-                        ctx.err(&format!("{p}.materials"), "give one material per atom type")
-                    );
-                }
-                for (t, &ty) in d.fixed_types.iter().enumerate() {
-                    if ty == 0 || ty as usize > d.materials.len() {
-                        return Err(ctx.err(
-                            &format!("{p}.fixed_types[{t}]"),
-                            format!(
-                                "atom type {ty} is not one of the {} types listed in materials",
-                                d.materials.len()
-                            ),
-                        ));
-                    }
-                }
-                let mut idx = Vec::new();
-                for (t, name) in d.materials.iter().enumerate() {
-                    idx.push(ctx.material(&format!("{p}.materials[{t}]"), name, mats)?);
-                }
-                for q in gen::read_lammps(&path, d, &idx, offset)? {
-                    ps.push_owned(&q);
-                }
-            }
+/// The first sphere found in a wrong place by the parse-time walk (reported after the other
+/// checks of the scene, where the single-process code made this check).
+struct Misplaced {
+    gid: u64,
+    pos: V3,
+    /// The wall it lies behind, or `None`: outside the domain.
+    wall: Option<usize>,
+}
+
+impl Misplaced {
+    fn error(&self, ctx: &Ctx) -> Error {
+        let at = self.pos.as_slice();
+        match self.wall {
+            Some(k) => ctx.err(
+                &format!("walls[{k}]"),
+                format!("sphere gid {} at {at:?} lies behind this wall", self.gid),
+            ),
+            None => ctx.err(
+                "domain",
+                format!("sphere gid {} at {at:?} lies outside the domain", self.gid),
+            ),
         }
     }
-    check_coincident(ctx, &ps, &first_gid)?;
-    Ok(ps)
+}
+
+/// The parse-time walk over every sphere: summary and placement checks, nothing kept.
+struct Scan<'a> {
+    sum: Summary,
+    walls: &'a [Wall],
+    domain: &'a Option<Domain>,
+    bad: Option<Misplaced>,
+}
+
+impl Scan<'_> {
+    fn visit(&mut self, mats: &[Material], p: &Particle) {
+        let mut w = p.pos;
+        if let Some(d) = self.domain {
+            d.wrap_one(&mut w, &mut [0; 3]);
+        }
+        self.sum.add(p, &w, mats);
+        if self.bad.is_none() {
+            self.bad = self.misplaced(p);
+        }
+    }
+
+    fn misplaced(&self, p: &Particle) -> Option<Misplaced> {
+        let behind = self
+            .walls
+            .iter()
+            .position(|w| (p.pos - w.point).dot(&w.normal) < 0.0);
+        let outside = self.domain.as_ref().is_some_and(|d| {
+            (0..3).any(|a| !d.periodic[a] && (p.pos[a] < d.lo[a] || p.pos[a] > d.hi[a]))
+        });
+        (behind.is_some() || outside).then_some(Misplaced {
+            gid: p.gid,
+            pos: p.pos,
+            wall: behind,
+        })
+    }
+}
+
+/// Validate the generators and walk them once (the [`Summary`], placement checks against
+/// the walls and the given domain). Nothing is kept: O(1) memory for lattices and files.
+fn build_spheres(
+    ctx: &Ctx,
+    specs: &[SphereSpec],
+    mats: &[Material],
+    walls: &[Wall],
+    domain: &Option<Domain>,
+) -> Result<(Vec<Placed>, Summary, Option<Misplaced>)> {
+    let mut scan = Scan {
+        sum: Summary::default(),
+        walls,
+        domain,
+        bad: None,
+    };
+    let mut out = Vec::with_capacity(specs.len());
+    let mut none = Vec::new();
+    for (k, s) in specs.iter().enumerate() {
+        let p = format!("spheres[{k}]");
+        let offset = scan.sum.n;
+        let src = source(ctx, &p, s, mats, offset)?;
+        let (line, col) = ctx.locs.find(&p);
+        let loc = SourceLoc {
+            file: ctx.file.display().to_string(),
+            line,
+            col,
+            path: p,
+        };
+        src.walk(offset, mats, &loc, &mut none, &mut |q| {
+            scan.visit(mats, q);
+            false
+        })?;
+        out.push((src, offset, loc));
+    }
+    Ok((out, scan.sum, scan.bad))
+}
+
+/// Validate one generator (`p` = `spheres[k]`, `offset` = its first gid).
+fn source(ctx: &Ctx, p: &str, s: &SphereSpec, mats: &[Material], offset: u64) -> Result<Source> {
+    let too_many = |field: &str| {
+        ctx.err(
+            &format!("{p}.{field}"),
+            format!("too many spheres (at most {MAX_SPHERES} per scene)"),
+        )
+    };
+    Ok(match s {
+        SphereSpec::Sphere(o) => {
+            let m = ctx.material(&format!("{p}.material"), &o.material, mats)?;
+            let r = ctx.positive(&format!("{p}.radius"), o.radius)?;
+            let pos = ctx.finite3(&format!("{p}.pos"), o.pos)?;
+            let mut q = Particle::sphere(offset, pos, r, mats[m as usize].density(), m);
+            q.vel = ctx.finite3(&format!("{p}.vel"), o.vel)?;
+            q.angvel = ctx.finite3(&format!("{p}.angvel"), o.angvel)?;
+            q.blocked =
+                parse_blocked(&o.blocked).map_err(|e| ctx.err(&format!("{p}.blocked"), e))?;
+            Source::One(Box::new(q))
+        }
+        SphereSpec::Lattice(l) => {
+            let m = ctx.material(&format!("{p}.material"), &l.material, mats)?;
+            ctx.positive(&format!("{p}.radius"), l.radius)?;
+            ctx.positive(&format!("{p}.spacing"), l.spacing)?;
+            ctx.finite3(&format!("{p}.origin"), l.origin)?;
+            ctx.non_negative(&format!("{p}.jitter"), l.jitter)?;
+            if !(0.0..1.0).contains(&l.polydispersity) {
+                return Err(ctx.err(&format!("{p}.polydispersity"), "must be in [0, 1)"));
+            }
+            if l.counts.contains(&0) {
+                return Err(ctx.err(&format!("{p}.counts"), "all counts must be ≥ 1"));
+            }
+            match gen::lattice_count(l) {
+                Some(n) if n + offset <= MAX_SPHERES => {}
+                _ => return Err(too_many("counts")),
+            }
+            let rmax = l.radius * (1.0 + l.polydispersity);
+            if l.spacing - 2.0 * l.jitter < 2.0 * rmax {
+                return Err(ctx.err(
+                    &format!("{p}.spacing"),
+                    format!(
+                        "spheres may overlap: spacing − 2·jitter < 2·max radius ({})",
+                        2.0 * rmax
+                    ),
+                ));
+            }
+            Source::Lattice(l.clone(), m)
+        }
+        SphereSpec::RandomFill(f) => {
+            let m = ctx.material(&format!("{p}.material"), &f.material, mats)?;
+            ctx.positive(&format!("{p}.radius"), f.radius)?;
+            if f.count + offset > MAX_SPHERES {
+                return Err(too_many("count"));
+            }
+            if !(0.0..1.0).contains(&f.polydispersity) {
+                return Err(ctx.err(&format!("{p}.polydispersity"), "must be in [0, 1)"));
+            }
+            let lo = ctx.finite3(&format!("{p}.lo"), f.lo)?;
+            let hi = ctx.finite3(&format!("{p}.hi"), f.hi)?;
+            if (0..3).any(|a| hi[a] <= lo[a]) {
+                return Err(ctx.err(&format!("{p}.hi"), "must exceed lo on every axis"));
+            }
+            Source::RandomFill(f.clone(), m)
+        }
+        SphereSpec::DensePack(d) => {
+            let m = ctx.material(&format!("{p}.material"), &d.material, mats)?;
+            ctx.positive(&format!("{p}.radius"), d.radius)?;
+            if !(0.3..0.9).contains(&d.porosity) {
+                return Err(ctx.err(&format!("{p}.porosity"), "must be in [0.3, 0.9)"));
+            }
+            let (v, ov) = gen::dense_pack(d).map_err(|e| ctx.err(p, e))?;
+            log::info!("{p}: {} spheres, largest overlap {ov:.3e} r", v.len());
+            if v.len() as u64 + offset > MAX_SPHERES {
+                return Err(too_many("radius"));
+            }
+            Source::DensePack(std::sync::Arc::new(v), m)
+        }
+        SphereSpec::TextFile(t) => {
+            let m = ctx.material(&format!("{p}.material"), &t.material, mats)?;
+            Source::Text(ctx.data_path(&format!("{p}.path"), &t.path)?, m)
+        }
+        SphereSpec::LammpsData(d) => lammps_source(ctx, p, d, mats)?,
+    })
+}
+
+fn lammps_source(ctx: &Ctx, p: &str, d: &LammpsDataSpec, mats: &[Material]) -> Result<Source> {
+    let path = ctx.data_path(&format!("{p}.path"), &d.path)?;
+    if d.materials.is_empty() {
+        return Err(ctx.err(&format!("{p}.materials"), "give one material per atom type"));
+    }
+    for (t, &ty) in d.fixed_types.iter().enumerate() {
+        if ty == 0 || ty as usize > d.materials.len() {
+            return Err(ctx.err(
+                &format!("{p}.fixed_types[{t}]"),
+                format!(
+                    "atom type {ty} is not one of the {} types listed in materials",
+                    d.materials.len()
+                ),
+            ));
+        }
+    }
+    let mut idx = Vec::new();
+    for (t, name) in d.materials.iter().enumerate() {
+        idx.push(ctx.material(&format!("{p}.materials[{t}]"), name, mats)?);
+    }
+    Ok(Source::Lammps(path, d.clone(), idx))
+}
+
+impl Scene {
+    /// Number of tiles (copies of the base block).
+    pub fn n_tiles(&self) -> u64 {
+        self.replicate.iter().product()
+    }
+
+    /// Shift of tile `t` (x fastest, then y, then z) from the base block.
+    pub fn tile_shift(&self, t: u64) -> V3 {
+        let [nx, ny, _] = self.replicate;
+        let c = [t % nx, (t / nx) % ny, t / (nx * ny)];
+        V3::from_fn(|a, _| c[a] as f64 * self.tile[a])
+    }
+
+    /// Create the spheres that `keep` accepts: it sees each sphere at its place in the scene
+    /// (tile shift applied) and may move it (wrap it into the periodic cell). Tiles whose
+    /// centres' box `may_hold(lo, hi)` rejects are skipped without being generated. Gids:
+    /// tile t, base gid g → t · n_base + g, the same on every rank. Memory O(kept) (plus a
+    /// random fill while it is regenerated).
+    pub fn generate(
+        &self,
+        may_hold: &dyn Fn(&V3, &V3) -> bool,
+        keep: &mut dyn FnMut(&mut Particle) -> bool,
+    ) -> Result<Vec<Particle>> {
+        let mut out = Vec::new();
+        for t in 0..self.n_tiles() {
+            let s = self.tile_shift(t);
+            if !may_hold(&(self.base.raw_lo + s), &(self.base.raw_hi + s)) {
+                continue;
+            }
+            let start = out.len();
+            for (src, first, loc) in self.sources.iter() {
+                src.walk(*first, &self.materials, loc, &mut out, &mut |p| {
+                    if t > 0 {
+                        p.pos += s; // tile 0 untouched: bit-identical to an unreplicated scene
+                    }
+                    keep(p)
+                })?;
+            }
+            for p in &mut out[start..] {
+                p.gid += t * self.base.n;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The generator that made sphere `gid` (for errors found after parsing).
+    pub fn source_of(&self, gid: u64) -> &SourceLoc {
+        let g = gid % self.base.n;
+        let k = self.sources.partition_point(|s| s.1 <= g) - 1;
+        &self.sources[k].2
+    }
 }
 
 /// Refuse spheres with coincident centres (the contact normal is undefined) and warn about
 /// initial overlaps deeper than 10 % of the smaller radius (they start with a large force).
-fn check_coincident(ctx: &Ctx, ps: &Particles, first_gid: &[u64]) -> Result<()> {
+/// Collective: `ps` holds this rank's spheres (owned) and, as ghosts, every other sphere within
+/// 2 max radii of its subdomain; a pair is judged by the rank owning its lower gid, so each
+/// pair counts once, and the verdict (the smallest offending pair) is agreed over all ranks.
+pub fn check_overlaps(scene: &Scene, ps: &Particles, comm: &Comm) -> Result<()> {
     let mut grid = crate::collide::CellGrid::default();
     let mut cands = Vec::new();
     crate::collide::sphere_candidates(ps, 0.0, &V3::repeat(1.0), &mut grid, &mut cands);
-    let mut deep = 0usize;
+    let mut deep = 0u64;
+    let mut first = (u64::MAX, u64::MAX);
     for c in &cands {
         let (i, j) = (c.i as usize, c.j as usize);
+        if j >= ps.n_owned && ps.gid[j] < ps.gid[i] {
+            continue; // the lower gid is another rank's: it judges this pair
+        }
         let (r1, r2) = (ps.radius[i], ps.radius[j]);
         let d = (ps.pos[j] - ps.pos[i]).norm();
         if d <= 1e-9 * (r1 + r2) {
-            let src = first_gid.partition_point(|&g| g <= c.key.1) - 1;
-            return Err(ctx.err(
-                &format!("spheres[{src}]"),
-                format!(
-                    "spheres gid {} and gid {} have the same centre",
-                    c.key.0, c.key.1
-                ),
-            ));
+            first = first.min(c.key);
         }
-        deep += (r1 + r2 - d > 0.1 * r1.min(r2)) as usize;
+        deep += (r1 + r2 - d > 0.1 * r1.min(r2)) as u64;
     }
-    if deep > 0 {
+    let g0 = comm.min_u64(first.0);
+    let g1 = comm.min_u64(if first.0 == g0 { first.1 } else { u64::MAX });
+    if g0 != u64::MAX {
+        return Err(scene.source_of(g1).err(format!(
+            "spheres gid {g0} and gid {g1} have the same centre"
+        )));
+    }
+    let deep = comm.sum_u64(deep);
+    if deep > 0 && comm.is_root() {
         log::warn!(
             "{}: {deep} pairs of spheres overlap by more than 10 % of a radius at the start",
-            ctx.file.display()
+            scene.file.display()
         );
     }
     Ok(())
 }
 
-fn build_domain(
-    ctx: &Ctx,
-    spec: Option<&DomainSpec>,
-    ps: &Particles,
-    walls: &[Wall],
-) -> Result<Domain> {
-    if let Some(d) = spec {
-        let lo = ctx.finite3("domain.lo", d.lo)?;
-        let hi = ctx.finite3("domain.hi", d.hi)?;
-        if (0..3).any(|a| hi[a] <= lo[a]) {
-            return Err(ctx.err("domain.hi", "must exceed domain.lo on every axis"));
-        }
-        return Ok(Domain {
-            lo,
-            hi,
-            periodic: d.periodic,
-        });
+fn domain_spec(ctx: &Ctx, d: &DomainSpec) -> Result<Domain> {
+    let lo = ctx.finite3("domain.lo", d.lo)?;
+    let hi = ctx.finite3("domain.hi", d.hi)?;
+    if (0..3).any(|a| hi[a] <= lo[a]) {
+        return Err(ctx.err("domain.hi", "must exceed domain.lo on every axis"));
     }
-    // Default: bounding box of spheres and wall points, enlarged by half its size (at least
-    // 10 max radii) on every side.
-    let mut lo = V3::repeat(f64::INFINITY);
-    let mut hi = V3::repeat(f64::NEG_INFINITY);
-    for i in 0..ps.n_owned {
-        lo = lo.inf(&(ps.pos[i] - V3::repeat(ps.radius[i])));
-        hi = hi.sup(&(ps.pos[i] + V3::repeat(ps.radius[i])));
-    }
+    Ok(Domain {
+        lo,
+        hi,
+        periodic: d.periodic,
+    })
+}
+
+/// Default: bounding box of spheres and wall points, enlarged by half its size (at least 10
+/// max radii) on every side.
+fn default_domain(s: &Summary, walls: &[Wall]) -> Domain {
+    let (mut lo, mut hi) = (s.ext_lo, s.ext_hi);
     for w in walls {
         lo = lo.inf(&w.point);
         hi = hi.sup(&w.point);
     }
-    let rmax = ps.radius.iter().cloned().fold(0.0, f64::max);
-    let pad = ((hi - lo) * 0.5).sup(&V3::repeat(10.0 * rmax));
-    Ok(Domain {
+    let pad = ((hi - lo) * 0.5).sup(&V3::repeat(10.0 * s.rmax));
+    Domain {
         lo: lo - pad,
         hi: hi + pad,
         periodic: [false; 3],
-    })
+    }
 }
 
-fn check_placement(ctx: &Ctx, ps: &Particles, walls: &[Wall], domain: &Domain) -> Result<()> {
-    for i in 0..ps.n_owned {
-        for (k, w) in walls.iter().enumerate() {
-            let s = (ps.pos[i] - w.point).dot(&w.normal);
-            if s < 0.0 {
+/// Tile the base block `rep` times (LAMMPS `replicate`): the domain (the tile) grows along each
+/// replicated axis, periodic axes stay periodic with the larger cell. Walls are not copied
+/// (docs/scene-format.md "Replication"): a wall parallel to a replicated axis (normal ⟂ axis)
+/// spans every tile and stays; one across it with normal +axis (the low side) stays; one with
+/// normal −axis (the far side) moves with the last tile; an oblique one would cut through the
+/// copies: refused.
+/// Returns the summary of the whole scene.
+fn replicate(
+    ctx: &Ctx,
+    rep: [u64; 3],
+    explicit: bool,
+    domain: &mut Domain,
+    walls: &mut [Wall],
+    base: &Summary,
+) -> Result<Summary> {
+    if rep.contains(&0) {
+        let [x, y, z] = rep;
+        return Err(ctx.err(
+            "replicate",
+            format!("every count must be ≥ 1, got ({x}, {y}, {z})"),
+        ));
+    }
+    if rep == [1, 1, 1] {
+        return Ok(base.clone());
+    }
+    if !explicit {
+        return Err(ctx.err(
+            "replicate",
+            "needs a `domain`: the domain box is the tile that is copied",
+        ));
+    }
+    let tiles = rep.iter().try_fold(1u64, |a, &b| a.checked_mul(b));
+    match tiles.and_then(|t| t.checked_mul(base.n)) {
+        Some(n) if n <= MAX_SPHERES => {}
+        _ => {
+            return Err(ctx.err(
+                "replicate",
+                format!("too many spheres (at most {MAX_SPHERES} per scene)"),
+            ))
+        }
+    }
+    let size = domain.size();
+    let span = V3::from_fn(|a, _| (rep[a] - 1) as f64 * size[a]);
+    for (k, w) in walls.iter_mut().enumerate() {
+        for a in (0..3).filter(|&a| rep[a] > 1) {
+            let c = w.normal[a];
+            if c < -1.0 + 1e-12 {
+                w.point[a] += span[a];
+            } else if c.abs() > 1e-12 && c < 1.0 - 1e-12 {
                 return Err(ctx.err(
                     &format!("walls[{k}]"),
                     format!(
-                        "sphere gid {} at {:?} lies behind this wall",
-                        ps.gid[i],
-                        ps.pos[i].as_slice()
-                    ),
-                ));
-            }
-        }
-        for a in 0..3 {
-            let x = ps.pos[i][a];
-            if !domain.periodic[a] && (x < domain.lo[a] || x > domain.hi[a]) {
-                return Err(ctx.err(
-                    "domain",
-                    format!(
-                        "sphere gid {} at {:?} lies outside the domain",
-                        ps.gid[i],
-                        ps.pos[i].as_slice()
+                        "oblique to the replicated axis {}: the copies of the block would cut \
+                         through it (with `replicate`, walls must be perpendicular or parallel \
+                         to every replicated axis)",
+                        ["x", "y", "z"][a]
                     ),
                 ));
             }
         }
     }
-    Ok(())
+    for a in (0..3).filter(|&a| rep[a] > 1) {
+        domain.hi[a] = domain.lo[a] + rep[a] as f64 * size[a];
+    }
+    Ok(base.tiled(tiles.unwrap_or(1), &span))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scene(extra: &str) -> Result<Scene> {
+        let text = format!(
+            r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, friction_angle: 0.5, density: 2600.0)],
+    walls: [
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "g"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (1.0, 0.0, 0.0), material: "g"),
+        Wall(point: (2.0, 0.0, 0.0), normal: (-1.0, 0.0, 0.0), material: "g"),
+    ],
+    spheres: [Lattice(material: "g", spacing: 1.0, counts: (2, 2, 2), radius: 0.3,
+                      polydispersity: 0.1, jitter: 0.05)],
+    dt: Fixed(1e-5), run: Steps(1),
+    domain: Domain(lo: (0.0, 0.0, 0.0), hi: (2.0, 2.0, 2.0), periodic: (false, true, false)),
+    {extra}
+)"#
+        );
+        Scene::parse(&text, Path::new("t.ron"))
+    }
+
+    fn all(s: &Scene) -> Vec<Particle> {
+        s.generate(&|_, _| true, &mut |_| true).unwrap()
+    }
+
+    /// Replication (3, 1, 2) of a 2×2×2 lattice in a 2 m tile: 8 · 6 spheres, gid = tile · 8 +
+    /// base gid (tiles x fastest), each copy the base sphere shifted by (ix, iy, iz) · 2 m
+    /// exactly (shifts are multiples of 2: exact in binary, so the test compares bits).
+    #[test]
+    fn replicated_lattice_counts_gids_and_positions() {
+        let base = scene("").unwrap();
+        let rep = scene("replicate: (3, 1, 2),").unwrap();
+        let (b, r) = (all(&base), all(&rep));
+        assert_eq!((b.len(), r.len()), (8, 48));
+        assert_eq!(rep.summary.n, 48);
+        assert!(r.iter().enumerate().all(|(k, p)| p.gid == k as u64));
+        for p in &r {
+            let (t, g) = (p.gid / 8, (p.gid % 8) as usize);
+            let shift = V3::new((t % 3) as f64 * 2.0, 0.0, (t / 3) as f64 * 2.0);
+            assert_eq!(p.pos, b[g].pos + shift, "gid {}", p.gid);
+            assert_eq!(p.radius.to_bits(), b[g].radius.to_bits());
+        }
+        assert_eq!(rep.domain.hi, V3::new(6.0, 2.0, 4.0));
+        assert_eq!(rep.summary.hi, base.summary.hi + V3::new(4.0, 0.0, 2.0));
+        assert_eq!(rep.summary.rmax, base.summary.rmax);
+        // walls: the floor and the x = 0 wall stay, the far x wall moves to x = 6
+        assert_eq!(rep.walls[0].point, V3::zeros());
+        assert_eq!(rep.walls[1].point, V3::zeros());
+        assert_eq!(rep.walls[2].point, V3::new(6.0, 0.0, 0.0));
+        assert!(restart_incompatibilities(&base, &rep).contains(&"replicate"));
+    }
+
+    /// The default replicate (1, 1, 1) is the scene itself: same summary bits.
+    #[test]
+    fn unit_replicate_is_the_identity() {
+        let a = scene("").unwrap();
+        let b = scene("replicate: (1, 1, 1),").unwrap();
+        assert_eq!(a.domain, b.domain);
+        assert_eq!(a.summary.rsum.to_bits(), b.summary.rsum.to_bits());
+        assert_eq!(all(&a), all(&b));
+    }
+
+    #[test]
+    fn bad_replicate_values_are_refused() {
+        let e = scene("replicate: (1, 0, 1),").unwrap_err().to_string();
+        assert!(
+            e.contains("t.ron:12:") && e.contains("every count must be ≥ 1"),
+            "{e}"
+        );
+        let e = scene("replicate: (100000, 100000, 100000),")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("replicate: too many spheres"), "{e}");
+        let e = scene("replicate: (-1, 1, 1),").unwrap_err().to_string();
+        assert!(e.contains("t.ron:12:"), "{e}");
+    }
+
+    /// Streaming set-up: the spheres kept by the ranks of a 2×2×1 grid partition the scene.
+    #[test]
+    fn owned_spheres_partition_the_scene() {
+        let s = scene("replicate: (2, 2, 1),").unwrap();
+        let (lo, hi) = (s.summary.lo, s.summary.hi);
+        let mut gids = Vec::new();
+        for c in [[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]] {
+            let d = &s.domain;
+            let dec =
+                crate::domain::decomp::Decomp::new([2, 2, 1], c, d.periodic, d.lo, d.hi, lo, hi);
+            let mine = s
+                .generate(&|a, b| dec.may_hold(a, b, 0.0), &mut |p| {
+                    d.wrap_one(&mut p.pos, &mut p.wrap);
+                    dec.owns(&p.pos)
+                })
+                .unwrap();
+            assert!(!mine.is_empty());
+            gids.extend(mine.iter().map(|p| p.gid));
+        }
+        gids.sort_unstable();
+        assert_eq!(gids, (0..32).collect::<Vec<u64>>());
+    }
 }

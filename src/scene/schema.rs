@@ -59,6 +59,14 @@ pub struct SceneFile {
     /// Uniaxial strain controller (default none).
     #[serde(default)]
     pub strainer: Option<StrainerSpec>,
+    /// Copies of the whole block (spheres and domain) along x, y, z (default (1, 1, 1)); the
+    /// domain box is the tile. See docs/scene-format.md "Replication".
+    #[serde(default = "one3")]
+    pub replicate: [u64; 3],
+}
+
+fn one3() -> [u64; 3] {
+    [1; 3]
 }
 
 fn default_interaction_radius() -> f64 {
