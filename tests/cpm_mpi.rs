@@ -3,44 +3,15 @@
 //! a checkpoint taken after the peak restarts to the identical curve. Real `mpirun`, release
 //! binary, ~600 spheres.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-const BIN: &str = env!("CARGO_BIN_EXE_demhpc");
+use std::path::Path;
+use support::{demhpc as run, describe, TempDir};
 
-fn tmp(test: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("demhpc-cpm-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p).unwrap();
-    p
-}
-
-fn demhpc(ranks: usize, args: &[&str], cwd: &Path) -> Output {
-    let mut cmd = if ranks == 1 {
-        Command::new(BIN)
-    } else {
-        let mut c = Command::new("mpirun");
-        c.args(["--oversubscribe", "-n", &ranks.to_string(), BIN]);
-        c
-    };
-    cmd.args(["-q", "--threads", "1"])
-        .args(args)
-        .current_dir(cwd)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_mpi_yield_when_idle", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env("OMPI_MCA_btl_base_warn_component_unused", "0")
-        .env_remove("RUST_LOG");
-    let o = cmd.output().expect("run demhpc / mpirun");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{ranks} ranks: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    o
+/// Run on `ranks` ranks × 1 thread and require success.
+fn demhpc(ranks: usize, args: &[&str], cwd: &Path) {
+    let o = run(ranks, 1, args, cwd);
+    assert_eq!(o.status.code(), Some(0), "{ranks} ranks: {}", describe(&o));
 }
 
 const SCENE: &str = r#"Scene(
@@ -76,10 +47,11 @@ fn peak_step(csv: &str) -> u64 {
 
 #[test]
 fn tension_curve_is_identical_on_1_and_4_ranks_and_across_a_restart() {
-    let t = tmp("ranks");
+    let tmp = TempDir::new("cpm-ranks");
+    let t = &tmp.0;
     std::fs::write(t.join("scene.ron"), SCENE).unwrap();
-    demhpc(1, &["--out", "r1", "scene.ron"], &t);
-    demhpc(4, &["--out", "r4", "scene.ron"], &t);
+    demhpc(1, &["--out", "r1", "scene.ron"], t);
+    demhpc(4, &["--out", "r4", "scene.ron"], t);
     let (a, b) = (csv(&t.join("r1")), csv(&t.join("r4")));
     assert!(a.lines().count() > 50, "{a}");
     assert_eq!(a, b, "strainer.csv differs between 1 and 4 ranks");
@@ -106,7 +78,6 @@ fn tension_curve_is_identical_on_1_and_4_ranks_and_across_a_restart() {
         "no checkpoint between the peak {pk} and the stop {last}"
     );
     let f = format!("r1/checkpoints/ckpt_{ck:010}.h5");
-    demhpc(2, &["--restart", &f, "--out", "r1"], &t);
+    demhpc(2, &["--restart", &f, "--out", "r1"], t);
     assert_eq!(csv(&t.join("r1")), a, "the restarted curve differs");
-    let _ = std::fs::remove_dir_all(&t);
 }
