@@ -6,42 +6,17 @@
 //! output directory nor anything else in its working directory.
 //! Plus the command line itself: missing scene, `--threads 0`, unknown flag, `--help`.
 
+mod support;
+
+use support::{describe, TempDir};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
-const BIN: &str = env!("CARGO_BIN_EXE_demhpc");
+use support::BIN;
 
 fn bad_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad_scenes")
-}
-
-/// A fresh, empty directory under the system temp dir, unique per test and process; removed on
-/// drop unless the test is failing (then kept for inspection and its path printed).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(test: &str) -> Self {
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "demhpc-bad_input-{test}-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("kept {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
 }
 
 /// Run the binary in `cwd` (with `RUST_LOG` removed so that errors are always printed).
@@ -59,15 +34,6 @@ fn entries(dir: &Path) -> Vec<String> {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect()
-}
-
-fn describe(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Where the error is expected: the scene itself, or a data file beside it.

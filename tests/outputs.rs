@@ -8,12 +8,15 @@
 //! The collision (contact from t ≈ 0.5 ms, lasting π sqrt(m*/kn) ≈ 0.28 ms) is over long before
 //! step 300, so every snapshot shows the spheres flying apart.
 
+mod support;
+
+use support::{describe, TempDir};
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::Command;
 
-const BIN: &str = env!("CARGO_BIN_EXE_demhpc");
+use support::BIN;
 const PYTHON: &str = "/usr/bin/python3";
 const H5DUMP: &str = "/usr/bin/h5dump";
 
@@ -38,43 +41,6 @@ const SNAP_STEPS: [u64; 4] = [300, 600, 900, 1000];
 const RADIUS: f64 = 0.01;
 const DENSITY: f64 = 7800.0;
 const V0: f64 = 0.5;
-
-/// A fresh directory under the system temp dir, unique per test and process; removed on drop
-/// unless the test is failing (then kept and its path printed).
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(test: &str) -> Self {
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "demhpc-outputs-{test}-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("kept {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn describe(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Write the scene into a fresh temp dir and run it; returns (temp dir, output dir).
 fn run_scene(test: &str) -> (TempDir, PathBuf) {

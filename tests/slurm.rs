@@ -10,47 +10,15 @@
 //! Should a very slow machine still finish the run before the signal lands, the script sees a
 //! finished run and does not requeue; the final state must be identical all the same.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod support;
 
-const BIN: &str = env!("CARGO_BIN_EXE_demhpc");
+use support::{describe, TempDir};
+
+use std::path::Path;
+use std::process::Command;
+
+use support::BIN;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(test: &str) -> Self {
-        static SEQ: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "demhpc-slurm-{test}-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("kept {}", self.0.display());
-        } else {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn describe(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Open MPI settings of scripts/env.sh (root in containers, oversubscription, idle yield).
 fn mpi_env(cmd: &mut Command) -> &mut Command {

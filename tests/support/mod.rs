@@ -14,7 +14,7 @@ impl TempDir {
     pub fn new(test: &str) -> Self {
         static SEQ: AtomicUsize = AtomicUsize::new(0);
         let p = std::env::temp_dir().join(format!(
-            "demhpc-mpi-{test}-{}-{}",
+            "demhpc-test-{test}-{}-{}",
             std::process::id(),
             SEQ.fetch_add(1, Ordering::SeqCst)
         ));
