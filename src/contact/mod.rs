@@ -49,6 +49,19 @@ pub fn sphere_pairs(
     cell: &V3,
     dt: f64,
 ) {
+    pair_loop(pairs, slots, out, |act, st, i, j| {
+        sphere_pair(act, st, ps, mats, cell, dt, i, j)
+    });
+}
+
+/// The pair loop shared by the laws: rayon over fixed chunks of pairs, `law` computing one
+/// pair (it may switch the pair's contact flag); the result goes to the pair's force slots.
+/// Monomorphised per law: the law call is inlined, no dispatch per contact.
+#[inline]
+fn pair_loop<L>(pairs: &mut PairList, slots: &[[u32; 2]], out: SlotWriter, law: L)
+where
+    L: Fn(&mut bool, &mut ContactState, usize, usize) -> PairForce + Sync,
+{
     let (ii, jj) = (&pairs.i, &pairs.j);
     pairs
         .active
@@ -60,7 +73,7 @@ pub fn sphere_pairs(
             for k in 0..st.len() {
                 let (i, j) = (ii[base + k] as usize, jj[base + k] as usize);
                 let was_active = act[k];
-                let r = sphere_pair(&mut act[k], &mut st[k], ps, mats, cell, dt, i, j);
+                let r = law(&mut act[k], &mut st[k], i, j);
                 // A pair that was and stays apart already holds zeros in its slots.
                 if was_active || act[k] {
                     out.pair(slots[base + k], r.f, r.t1, r.t2);
@@ -147,23 +160,9 @@ pub fn cpm_pairs(
     dt: f64,
     cs: CpmStep,
 ) {
-    let (ii, jj) = (&pairs.i, &pairs.j);
-    pairs
-        .active
-        .par_chunks_mut(CHUNK)
-        .zip(pairs.state.par_chunks_mut(CHUNK))
-        .enumerate()
-        .for_each(|(c, (act, st))| {
-            let base = c * CHUNK;
-            for k in 0..st.len() {
-                let (i, j) = (ii[base + k] as usize, jj[base + k] as usize);
-                let was_active = act[k];
-                let r = cpm_pair(&mut act[k], &mut st[k], ps, mats, cell, dt, cs, i, j);
-                if was_active || act[k] {
-                    out.pair(slots[base + k], r.f, r.t1, r.t2);
-                }
-            }
-        });
+    pair_loop(pairs, slots, out, |act, st, i, j| {
+        cpm_pair(act, st, ps, mats, cell, dt, cs, i, j)
+    });
 }
 
 /// One CPM pair: link/contact creation (thesis §3.2.1, §2.3.1.1), geometry (§2.3.1.2,
