@@ -285,15 +285,21 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         Ok(())
     })();
     if let Err(e) = result {
-        // Keep what there is: the state at the failure goes to a snapshot before we stop
-        // (failures are detected collectively, so every rank is here).
+        // Keep what there is: the state at the failure goes to a snapshot before we stop.
+        // The snapshot is collective: only when every rank is here — blow-ups (`Runtime`,
+        // `Peer`) are agreed on by all ranks, and a single process is always all of them; an
+        // I/O error may be rank 0's alone (series, strainer CSV), and the other ranks are then
+        // still stepping, so it writes nothing (main exits and mpirun ends the job).
         if let Some(s) = series.as_mut() {
             s.flush().ok();
         }
-        match snaps.write(&sim) {
-            Ok(Some(p)) => error!("state at step {} written to {}", sim.step, p.display()),
-            Ok(None) => {}
-            Err(w) => error!("writing the failure snapshot failed too: {w}"),
+        let all_here = sim.comm.size() == 1 || matches!(e, Error::Runtime(_) | Error::Peer { .. });
+        if all_here {
+            match snaps.write(&sim) {
+                Ok(Some(p)) => error!("state at step {} written to {}", sim.step, p.display()),
+                Ok(None) => {}
+                Err(w) => error!("writing the failure snapshot failed too: {w}"),
+            }
         }
         // A blow-up is detected by all ranks together: they can write a checkpoint of the
         // failed state for post-mortem (`latest` keeps pointing at the last good one).

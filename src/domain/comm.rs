@@ -1,13 +1,14 @@
 //! The communicator of a run: either a single process (`Serial`, unit tests and one-rank runs
 //! without `mpirun`) or real MPI through rsmpi on a Cartesian communicator. Everything the rest
 //! of the code needs from MPI is a method here — neighbour exchange along one axis, reductions,
-//! gathers to rank 0, abort — so physics modules never see MPI (ARCHITECTURE.md "Modules").
+//! gathers to rank 0, a personalised all-to-all, abort — so physics modules never see MPI
+//! (ARCHITECTURE.md "Modules").
 //!
 //! Messages are `f64` slices (gids and integers travel as bit patterns, see `halo.rs`), so one
 //! MPI datatype serves every message and buffers are reused across steps.
 
 use mpi::collective::SystemOperation;
-use mpi::datatype::PartitionMut;
+use mpi::datatype::{Partition, PartitionMut};
 use mpi::topology::{CartesianCommunicator, Communicator, SimpleCommunicator};
 use mpi::traits::*;
 use mpi::Count;
@@ -228,6 +229,18 @@ impl Comm {
         }
     }
 
+    /// Global maximum of an integer (exact).
+    pub fn max_u64(&self, x: u64) -> u64 {
+        match self {
+            Comm::Serial => x,
+            Comm::Mpi(m) => {
+                let mut y: u64 = 0;
+                m.world.all_reduce_into(&x, &mut y, SystemOperation::max());
+                y
+            }
+        }
+    }
+
     /// Exclusive prefix sum over ranks (0 on rank 0).
     pub fn exscan_u64(&self, x: u64) -> u64 {
         match self {
@@ -280,6 +293,40 @@ impl Comm {
                     root.gather_varcount_into(v);
                     None
                 }
+            }
+        }
+    }
+
+    /// Personalised all-to-all with variable counts: `send` holds the messages for ranks 0, 1,
+    /// … back to back, `counts[r]` values for rank r; `recv` gets the messages from ranks 0, 1,
+    /// … concatenated (its capacity is kept). Serial: `recv` is a copy of `send`.
+    pub fn all_to_all_f64s(&self, send: &[f64], counts: &[usize], recv: &mut Vec<f64>) {
+        recv.clear();
+        match self {
+            Comm::Serial => recv.extend_from_slice(send),
+            Comm::Mpi(m) => {
+                let p = m.world.size() as usize;
+                assert_eq!(counts.len(), p, "all_to_all_f64s: one count per rank");
+                let count = |c: usize| {
+                    Count::try_from(c).expect("all_to_all_f64s: message over 2³¹ values")
+                };
+                let sc: Vec<Count> = counts.iter().map(|&c| count(c)).collect();
+                let mut rc = vec![0 as Count; p];
+                m.world.all_to_all_into(&sc[..], &mut rc[..]);
+                let displs = |c: &[Count]| -> Vec<Count> {
+                    c.iter()
+                        .scan(0usize, |acc, &n| {
+                            let d = *acc;
+                            *acc += n as usize;
+                            Some(count(d))
+                        })
+                        .collect()
+                };
+                let (sd, rd) = (displs(&sc), displs(&rc));
+                recv.resize(rc.iter().map(|&c| c as usize).sum(), 0.0);
+                let part = Partition::new(send, &sc[..], &sd[..]);
+                let mut rpart = PartitionMut::new(&mut recv[..], &rc[..], &rd[..]);
+                m.world.all_to_all_varcount_into(&part, &mut rpart);
             }
         }
     }

@@ -1,63 +1,190 @@
 //! Particle snapshots: one HDF5 file per snapshot (`snapshots/snap_<step>.h5`, datasets `gid`,
-//! `pos`, `vel`, `angvel`, `radius`, `ncontacts`, sorted by gid) and one XDMF file
-//! (`snapshots.xmf`) listing them as a temporal collection of `Polyvertex` grids, which ParaView
-//! opens directly (CONVENTIONS.md "Files the project writes").
+//! `pos`, `vel`, `angvel`, `radius`, `ncontacts`, sorted by gid; root attributes `step`, `time`,
+//! `demhpc_version`) and one XDMF file (`snapshots.xmf`, written by rank 0) listing them as a
+//! temporal collection of `Polyvertex` grids, which ParaView opens directly (CONVENTIONS.md
+//! "Files the project writes").
+//!
+//! Writing is collective and no rank holds more than its share of the scene. Gids are dense,
+//! 0..N−1: every generator numbers its spheres consecutively from its first gid (a LAMMPS file's
+//! atom ids must be 1..n), replication gives tile t the gids t·n_base + g, a restart keeps the
+//! checkpoint's gids, and a run never creates or deletes particles (`check_conservation` in
+//! sim.rs). So row k of every dataset belongs to gid k: each rank sends its owned particles to
+//! the rank whose row block [r·N/P, (r+1)·N/P) holds their gid (one all-to-all with variable
+//! counts, `Comm::all_to_all_f64s`), places what it receives at row gid − r·N/P, and all ranks
+//! write their blocks of every dataset together through MPI-IO (`h5par::write_rows`, collective
+//! transfers). The density is checked at every snapshot (global min and max gid against the
+//! count, then every block complete without duplicates); should it ever fail, rank 0 gathers
+//! all particles, sorts them by gid and writes every row itself (the other ranks write empty
+//! blocks): the same file, only slower.
+//!
+//! Atomic: the file is written as `snap_<step>.h5.tmp` and renamed by rank 0 once every rank
+//! reports its part written, so a crash never leaves a partial snapshot under the real name.
+//! Without MPI (a plain single process) the same file is written through HDF5's default driver.
 
+use super::h5par::write_rows;
+use crate::domain::comm::Comm;
 use crate::error::{Error, Result};
 use crate::forces::contact_counts;
 use crate::sim::Simulation;
+use hdf5::types::VarLenUnicode;
+use hdf5::{File, H5Type};
 use std::path::{Path, PathBuf};
 
-/// What one snapshot holds, gathered and sorted by gid.
-pub struct SnapshotData {
-    pub step: u64,
-    pub time: f64,
-    pub gid: Vec<u64>,
-    pub pos: Vec<f64>,
-    pub vel: Vec<f64>,
-    pub angvel: Vec<f64>,
-    pub radius: Vec<f64>,
-    pub ncontacts: Vec<u32>,
-}
-
-/// `f64`s per particle in the gather message: gid, pos, vel, angvel, radius, ncontacts.
+/// `f64`s per particle in the redistribution message: gid (bits), pos, vel, angvel, radius,
+/// ncontacts.
 const REC: usize = 12;
 
-impl SnapshotData {
-    /// Gather the owned particles of every rank on rank 0, sorted by gid (collective; `None`
-    /// on the other ranks).
-    pub fn from_sim(sim: &Simulation) -> Option<Self> {
-        let ps = &sim.ps;
-        let n = ps.n_owned;
-        let mut counts = Vec::new();
-        contact_counts(n, &sim.pairs, &sim.wall_pairs, &mut counts);
-        let mut buf = Vec::with_capacity(n * REC);
-        for (i, &c) in counts.iter().enumerate() {
-            buf.push(f64::from_bits(ps.gid[i]));
-            for v in [ps.pos[i], ps.vel[i], ps.angvel[i]] {
-                buf.extend_from_slice(v.as_slice());
-            }
-            buf.push(ps.radius[i]);
-            buf.push(c as f64);
+/// This rank's rows of a snapshot, in gid order: rows `first..first + gid.len()` of `total`.
+#[derive(Default)]
+struct Block {
+    total: usize,
+    first: usize,
+    gid: Vec<u64>,
+    pos: Vec<f64>,
+    vel: Vec<f64>,
+    angvel: Vec<f64>,
+    radius: Vec<f64>,
+    ncontacts: Vec<u32>,
+}
+
+impl Block {
+    /// `rows` zeroed rows starting at row `first` of `total` (capacity kept).
+    fn reset(&mut self, total: usize, first: usize, rows: usize) {
+        self.total = total;
+        self.first = first;
+        self.gid.clear();
+        self.gid.resize(rows, 0);
+        for v in [&mut self.pos, &mut self.vel, &mut self.angvel] {
+            v.clear();
+            v.resize(3 * rows, 0.0);
         }
-        let all = sim.comm.gather_f64s(&buf)?;
-        let mut recs: Vec<&[f64]> = all.chunks_exact(REC).collect();
-        recs.sort_unstable_by_key(|r| r[0].to_bits());
-        let flat = |k: usize| -> Vec<f64> {
-            recs.iter()
-                .flat_map(|r| [r[k], r[k + 1], r[k + 2]])
-                .collect()
-        };
-        Some(SnapshotData {
-            step: sim.step,
-            time: sim.time,
-            gid: recs.iter().map(|r| r[0].to_bits()).collect(),
-            pos: flat(1),
-            vel: flat(4),
-            angvel: flat(7),
-            radius: recs.iter().map(|r| r[10]).collect(),
-            ncontacts: recs.iter().map(|r| r[11] as u32).collect(),
+        self.radius.clear();
+        self.radius.resize(rows, 0.0);
+        self.ncontacts.clear();
+        self.ncontacts.resize(rows, 0);
+    }
+
+    /// Fill local row `k` from one record.
+    fn set(&mut self, k: usize, r: &[f64]) {
+        self.gid[k] = r[0].to_bits();
+        self.pos[3 * k..3 * k + 3].copy_from_slice(&r[1..4]);
+        self.vel[3 * k..3 * k + 3].copy_from_slice(&r[4..7]);
+        self.angvel[3 * k..3 * k + 3].copy_from_slice(&r[7..10]);
+        self.radius[k] = r[10];
+        self.ncontacts[k] = r[11] as u32;
+    }
+}
+
+/// Buffers kept from one snapshot to the next.
+#[derive(Default)]
+struct Buffers {
+    counts: Vec<u32>,
+    send: Vec<f64>,
+    recv: Vec<f64>,
+    seen: Vec<bool>,
+    block: Block,
+}
+
+/// First row of rank `r`'s block (of `p` ranks, `total` rows).
+fn block_start(r: usize, p: usize, total: u64) -> u64 {
+    (r as u128 * total as u128 / p as u128) as u64
+}
+
+/// The rank whose block holds row `g` (`g < total`): the largest r with r·total/p ≤ g.
+fn block_of(g: u64, p: usize, total: u64) -> usize {
+    (((g as u128 + 1) * p as u128 - 1) / total as u128) as usize
+}
+
+/// Owned particle `i` as one record (`counts`: its real contacts).
+fn pack(sim: &Simulation, counts: &[u32], i: usize, out: &mut [f64]) {
+    let ps = &sim.ps;
+    out[0] = f64::from_bits(ps.gid[i]);
+    out[1..4].copy_from_slice(ps.pos[i].as_slice());
+    out[4..7].copy_from_slice(ps.vel[i].as_slice());
+    out[7..10].copy_from_slice(ps.angvel[i].as_slice());
+    out[10] = ps.radius[i];
+    out[11] = counts[i] as f64;
+}
+
+/// Fill `b.block` with this rank's rows (collective).
+fn collect(sim: &Simulation, b: &mut Buffers) {
+    let (comm, ps) = (&sim.comm, &sim.ps);
+    let n = ps.n_owned;
+    contact_counts(n, &sim.pairs, &sim.wall_pairs, &mut b.counts);
+    let gids = &ps.gid[..n];
+    let total = comm.sum_u64(n as u64);
+    let lo = comm.min_u64(gids.iter().copied().min().unwrap_or(u64::MAX));
+    let hi = comm.max_u64(gids.iter().copied().max().unwrap_or(0));
+    let dense = total == 0 || (lo == 0 && hi == total - 1);
+    if !(dense && redistribute(sim, total, b)) {
+        gather_on_root(sim, total, b);
+    }
+}
+
+/// Dense gids: send every particle to the rank whose block holds its row; false (on every rank)
+/// if some block turned out incomplete or doubly filled.
+fn redistribute(sim: &Simulation, total: u64, b: &mut Buffers) -> bool {
+    let (comm, ps) = (&sim.comm, &sim.ps);
+    let (n, p, rank) = (ps.n_owned, comm.size(), comm.rank());
+    let dest = |g: u64| block_of(g, p, total);
+    // Counting sort of the records by destination rank.
+    let mut sendcounts = vec![0usize; p];
+    for &g in &ps.gid[..n] {
+        sendcounts[dest(g)] += REC;
+    }
+    let mut at: Vec<usize> = sendcounts
+        .iter()
+        .scan(0, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
         })
+        .collect();
+    b.send.clear();
+    b.send.resize(n * REC, 0.0);
+    for i in 0..n {
+        let d = dest(ps.gid[i]);
+        pack(sim, &b.counts, i, &mut b.send[at[d]..at[d] + REC]);
+        at[d] += REC;
+    }
+    comm.all_to_all_f64s(&b.send, &sendcounts, &mut b.recv);
+    let first = block_start(rank, p, total);
+    let end = block_start(rank + 1, p, total);
+    let rows = (end - first) as usize;
+    b.block.reset(total as usize, first as usize, rows);
+    b.seen.clear();
+    b.seen.resize(rows, false);
+    let mut ok = b.recv.len() == rows * REC;
+    for r in b.recv.chunks_exact(REC) {
+        let g = r[0].to_bits();
+        if !(first..end).contains(&g) || b.seen[(g - first) as usize] {
+            ok = false;
+            break;
+        }
+        let k = (g - first) as usize;
+        b.seen[k] = true;
+        b.block.set(k, r);
+    }
+    !comm.any(!ok)
+}
+
+/// Fallback for gids that are not 0..N−1: rank 0 gathers every particle and holds all rows,
+/// sorted by gid; the other ranks hold none.
+fn gather_on_root(sim: &Simulation, total: u64, b: &mut Buffers) {
+    let n = sim.ps.n_owned;
+    b.send.clear();
+    b.send.resize(n * REC, 0.0);
+    for (i, rec) in b.send.chunks_exact_mut(REC).enumerate() {
+        pack(sim, &b.counts, i, rec);
+    }
+    b.block.reset(total as usize, 0, 0);
+    if let Some(all) = sim.comm.gather_f64s(&b.send) {
+        let mut recs: Vec<&[f64]> = all.chunks_exact(REC).collect();
+        recs.sort_by_key(|r| r[0].to_bits());
+        b.block.reset(total as usize, 0, recs.len());
+        for (k, r) in recs.iter().enumerate() {
+            b.block.set(k, r);
+        }
     }
 }
 
@@ -65,82 +192,82 @@ fn h5err(path: &Path) -> impl Fn(hdf5::Error) -> Error + '_ {
     move |e| Error::io(path, e)
 }
 
-/// Write one snapshot file.
-pub fn write_h5(path: &Path, d: &SnapshotData) -> Result<()> {
-    let n = d.gid.len();
-    let tmp = path.with_extension("h5.tmp");
-    let e = h5err(&tmp);
-    {
-        let f = hdf5::File::create(&tmp).map_err(&e)?;
-        f.new_dataset::<u64>()
-            .shape([n])
-            .create("gid")
-            .map_err(&e)?
-            .write_raw(&d.gid)
-            .map_err(&e)?;
-        for (name, v, unit) in [
-            ("pos", &d.pos, "m"),
-            ("vel", &d.vel, "m/s"),
-            ("angvel", &d.angvel, "rad/s"),
-        ] {
-            let ds = f
-                .new_dataset::<f64>()
-                .shape([n, 3])
-                .create(name)
-                .map_err(&e)?;
-            ds.write_raw(v).map_err(&e)?;
-            write_unit(&ds, unit).map_err(&e)?;
-        }
-        let ds = f
-            .new_dataset::<f64>()
-            .shape([n])
-            .create("radius")
-            .map_err(&e)?;
-        ds.write_raw(&d.radius).map_err(&e)?;
-        write_unit(&ds, "m").map_err(&e)?;
-        f.new_dataset::<u32>()
-            .shape([n])
-            .create("ncontacts")
-            .map_err(&e)?
-            .write_raw(&d.ncontacts)
-            .map_err(&e)?;
-        f.new_attr::<u64>()
-            .create("step")
-            .map_err(&e)?
-            .write_scalar(&d.step)
-            .map_err(&e)?;
-        f.new_attr::<f64>()
-            .create("time")
-            .map_err(&e)?
-            .write_scalar(&d.time)
-            .map_err(&e)?;
-        let ver: hdf5::types::VarLenUnicode = env!("CARGO_PKG_VERSION")
-            .parse()
-            .map_err(|_| Error::io(&tmp, "version string"))?;
-        f.new_attr::<hdf5::types::VarLenUnicode>()
-            .create("demhpc_version")
-            .map_err(&e)?
-            .write_scalar(&ver)
-            .map_err(&e)?;
+/// Create the snapshot file `path` and write this rank's rows into it (collective over the
+/// ranks of `comm`; every rank passes the same step, time and totals).
+fn write_h5(comm: &Comm, path: &Path, step: u64, time: f64, b: &Block) -> hdf5::Result<()> {
+    let collective = comm.raw_world().is_some();
+    let f = match comm.raw_world() {
+        Some(raw) => File::with_options()
+            .with_fapl(|p| p.mpio(raw, None))
+            .create(path)?,
+        None => File::create(path)?,
+    };
+    let (n, o) = (b.total, b.first);
+    dataset(&f, "gid", n, o, 1, &b.gid, None, collective)?;
+    dataset(&f, "pos", n, o, 3, &b.pos, Some("m"), collective)?;
+    dataset(&f, "vel", n, o, 3, &b.vel, Some("m/s"), collective)?;
+    dataset(&f, "angvel", n, o, 3, &b.angvel, Some("rad/s"), collective)?;
+    dataset(&f, "radius", n, o, 1, &b.radius, Some("m"), collective)?;
+    dataset(&f, "ncontacts", n, o, 1, &b.ncontacts, None, collective)?;
+    f.new_attr::<u64>().create("step")?.write_scalar(&step)?;
+    f.new_attr::<f64>().create("time")?.write_scalar(&time)?;
+    let ver: VarLenUnicode = env!("CARGO_PKG_VERSION")
+        .parse()
+        .map_err(|_| hdf5::Error::from("version string"))?;
+    f.new_attr::<VarLenUnicode>()
+        .create("demhpc_version")?
+        .write_scalar(&ver)?;
+    // Closed explicitly, every object of the file being closed by now: with MPI-IO HDF5 refuses
+    // to close a file that still has open objects, and a failed implicit close (on drop) would
+    // leave the file open and its metadata unwritten, unnoticed.
+    f.close()
+}
+
+/// Create dataset `name` (`total` rows of `cols`; 1 = 1-D), write this rank's rows at `offset`
+/// and its `unit` attribute, then close it.
+#[allow(clippy::too_many_arguments)]
+fn dataset<T: H5Type>(
+    f: &File,
+    name: &str,
+    total: usize,
+    offset: usize,
+    cols: usize,
+    data: &[T],
+    unit: Option<&str>,
+    collective: bool,
+) -> hdf5::Result<()> {
+    let b = f.new_dataset::<T>();
+    let ds = if cols == 1 {
+        b.shape([total]).create(name)?
+    } else {
+        b.shape([total, cols]).create(name)?
+    };
+    write_rows(&ds, offset, cols, data, collective)?;
+    if let Some(u) = unit {
+        write_unit(&ds, u)?;
     }
-    std::fs::rename(&tmp, path).map_err(|er| Error::io(path, er))
+    Ok(())
 }
 
 fn write_unit(ds: &hdf5::Dataset, unit: &str) -> hdf5::Result<()> {
-    let u: hdf5::types::VarLenUnicode = unit.parse().map_err(|_| hdf5::Error::from("unit"))?;
-    ds.new_attr::<hdf5::types::VarLenUnicode>()
+    let u: VarLenUnicode = unit.parse().map_err(|_| hdf5::Error::from("unit"))?;
+    ds.new_attr::<VarLenUnicode>()
         .create("unit")?
-        .write_scalar(&u)
+        .write_scalar(&u)?;
+    Ok(())
 }
 
-/// Keeps the list of written snapshots and rewrites `snapshots.xmf` after each.
+/// Keeps the list of written snapshots and rewrites `snapshots.xmf` after each (rank 0), and
+/// the buffers of the redistribution (every rank).
 pub struct SnapshotWriter {
     dir: PathBuf,
     entries: Vec<(u64, f64, usize)>,
+    buf: Buffers,
 }
 
 impl SnapshotWriter {
-    /// `root`: this rank writes files (rank 0); the others only take part in the gathers.
+    /// `root`: this rank creates the directory and writes the XDMF file (rank 0); every rank
+    /// writes its rows of each snapshot.
     pub fn new(out_dir: &Path, root: bool) -> Result<Self> {
         let dir = out_dir.join("snapshots");
         if root {
@@ -149,6 +276,7 @@ impl SnapshotWriter {
         Ok(SnapshotWriter {
             dir,
             entries: Vec::new(),
+            buf: Buffers::default(),
         })
     }
 
@@ -185,26 +313,48 @@ impl SnapshotWriter {
         Ok(w)
     }
 
-    /// Write a snapshot of the current state (collective: every rank calls it; rank 0
-    /// writes). Returns the file written (on rank 0).
+    /// Write a snapshot of the current state (collective: every rank calls it and writes its
+    /// rows; rank 0 publishes the file and rewrites the XDMF). Returns the file written (on
+    /// rank 0).
     pub fn write(&mut self, sim: &Simulation) -> Result<Option<PathBuf>> {
-        let Some(d) = SnapshotData::from_sim(sim) else {
-            return Ok(None);
+        let comm = &sim.comm;
+        collect(sim, &mut self.buf);
+        let path = self.dir.join(format!("snap_{:09}.h5", sim.step));
+        let tmp = path.with_extension("h5.tmp");
+        let written =
+            write_h5(comm, &tmp, sim.step, sim.time, &self.buf.block).map_err(h5err(&tmp));
+        // Every rank must know that the file is complete before it is published.
+        if comm.any(written.is_err()) {
+            return Err(written.err().unwrap_or_else(|| {
+                Error::io(&tmp, "writing the snapshot failed on another rank")
+            }));
+        }
+        let published = if comm.is_root() {
+            self.publish(&tmp, &path, sim.step, sim.time)
+        } else {
+            Ok(())
         };
-        let path = self.dir.join(format!("snap_{:09}.h5", d.step));
-        write_h5(&path, &d)?;
-        self.entries.retain(|e| e.0 != d.step);
-        self.entries.push((d.step, d.time, d.gid.len()));
+        if comm.any(published.is_err()) {
+            return Err(published
+                .err()
+                .unwrap_or_else(|| Error::io(&path, "publishing the snapshot failed on rank 0")));
+        }
+        Ok(comm.is_root().then_some(path))
+    }
+
+    /// Rank 0: move the finished file to its name and list it in the XDMF collection.
+    fn publish(&mut self, tmp: &Path, path: &Path, step: u64, time: f64) -> Result<()> {
+        std::fs::rename(tmp, path).map_err(|e| Error::io(path, e))?;
+        self.entries.retain(|e| e.0 != step);
+        self.entries.push((step, time, self.buf.block.total));
         let xmf = self
             .dir
             .parent()
             .unwrap_or(Path::new("."))
             .join("snapshots.xmf");
-        super::write_atomic(&xmf, xdmf(&self.entries).as_bytes())?;
-        Ok(Some(path))
+        super::write_atomic(&xmf, xdmf(&self.entries).as_bytes())
     }
 }
-
 /// XDMF 3 document: a temporal collection of particle grids (Polyvertex topology).
 pub fn xdmf(entries: &[(u64, f64, usize)]) -> String {
     let mut s = String::from(
@@ -228,4 +378,26 @@ pub fn xdmf(entries: &[(u64, f64, usize)]) -> String {
     }
     s += "  </Grid>\n </Domain>\n</Xdmf>\n";
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Blocks [r·N/P, (r+1)·N/P) tile 0..N, and `block_of` finds the block of every row, also
+    /// with more ranks than rows (empty blocks).
+    #[test]
+    fn row_blocks_tile_the_rows() {
+        for total in [1u64, 2, 3, 10, 97, 1000] {
+            for p in 1..=9usize {
+                assert_eq!(block_start(0, p, total), 0);
+                assert_eq!(block_start(p, p, total), total);
+                for r in 0..p {
+                    for g in block_start(r, p, total)..block_start(r + 1, p, total) {
+                        assert_eq!(block_of(g, p, total), r, "N {total} P {p} gid {g}");
+                    }
+                }
+            }
+        }
+    }
 }
