@@ -458,3 +458,53 @@ fn restart_scene_must_be_compatible() {
     ok(&demhpc(1, 1, &args, &tmp.0), "compatible restart");
     assert!(snap(&tmp.0.join("o"), 400).exists());
 }
+
+/// A published checkpoint is complete the moment `latest` names it, not only when the writer
+/// exits (the HDF5 file is closed before the rename): a copy taken while the 2-rank job is still
+/// running is described by `info` and restarts.
+#[test]
+fn published_checkpoint_is_complete_while_the_job_runs() {
+    let tmp = TempDir::new("ck-live");
+    std::fs::write(tmp.0.join("scene.ron"), settle_with_checkpoints(300, 3)).unwrap();
+    let args = ["--steps", "1000000", "--out", "live", "scene.ron"];
+    let mut child = command(2, 1, &args, &tmp.0)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let dir = tmp.0.join("live/checkpoints");
+    let t0 = Instant::now();
+    let copy = tmp.0.join("copy.h5");
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no second checkpoint"
+        );
+        let n = std::fs::read_dir(&dir).map_or(0, |d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".h5"))
+            })
+            .count()
+        });
+        if n >= 2 && std::fs::copy(latest(&tmp.0.join("live")), &copy).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill() sends a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGUSR1);
+    }
+    child.wait().unwrap();
+    let info = demhpc(1, 1, &["info", "copy.h5"], &tmp.0);
+    ok(&info, "info on the live copy");
+    let text = String::from_utf8_lossy(&info.stdout);
+    let step: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("step"))
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(step >= 600 && step.is_multiple_of(300), "{text}");
+    restart(&tmp, &copy, 2, step + 50, "cont");
+}

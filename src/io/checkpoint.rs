@@ -179,44 +179,11 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
                 .create(&tmp)?,
             None => File::create(&tmp)?,
         };
-        write_root_attrs(&f, sim, scene_text, scene_file, tots)?;
-        let s = ContactState::N_F64;
-        let (np, op) = (tots[0], offs[0]);
-        let g = f.create_group("particles")?;
-        dataset(&g, "gid", np, op, 1, &l.gid, collective)?;
-        for (name, v) in [
-            ("pos", &l.pos),
-            ("vel", &l.vel),
-            ("angvel", &l.angvel),
-            ("ref_pos", &l.ref_pos),
-        ] {
-            dataset(&g, name, np, op, 3, v, collective)?;
-        }
-        dataset(&g, "ori", np, op, 4, &l.ori, collective)?;
-        for (name, v) in [
-            ("radius", &l.radius),
-            ("mass", &l.mass),
-            ("inertia", &l.inertia),
-        ] {
-            dataset(&g, name, np, op, 1, v, collective)?;
-        }
-        dataset(&g, "material", np, op, 1, &l.material, collective)?;
-        dataset(&g, "blocked", np, op, 1, &l.blocked, collective)?;
-        dataset(&g, "wrap", np, op, 3, &l.wrap, collective)?;
-        fault_injection(sim.step);
-        let (nc, oc) = (tots[1], offs[1]);
-        let g = f.create_group("contacts")?;
-        dataset(&g, "gid1", nc, oc, 1, &l.c_gid1, collective)?;
-        dataset(&g, "gid2", nc, oc, 1, &l.c_gid2, collective)?;
-        dataset(&g, "image", nc, oc, 3, &l.c_image, collective)?;
-        dataset(&g, "state", nc, oc, s, &l.c_state, collective)?;
-        let (nw, ow) = (tots[2], offs[2]);
-        let g = f.create_group("wall_contacts")?;
-        dataset(&g, "gid", nw, ow, 1, &l.w_gid, collective)?;
-        dataset(&g, "wall", nw, ow, 1, &l.w_wall, collective)?;
-        dataset(&g, "state", nw, ow, s, &l.w_state, collective)?;
-        write_walls(&f, sim, collective)?;
-        Ok(())
+        write_contents(&f, sim, scene_text, scene_file, &l, tots, offs, collective)?;
+        // Closed explicitly once every group and dataset handle is gone: with MPI-IO HDF5
+        // refuses to close a file with open objects, and a failed implicit close (on drop)
+        // would leave the metadata unwritten while the file is published.
+        f.close()
     })()
     .map_err(&e);
     // Every rank must know whether the file is complete before it is published.
@@ -236,6 +203,59 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
             .err()
             .unwrap_or_else(|| Error::io(path, "publishing the checkpoint failed on rank 0")));
     }
+    Ok(())
+}
+
+/// Everything inside the checkpoint file (collective): root attributes, then this rank's rows
+/// of every dataset at its offsets.
+#[allow(clippy::too_many_arguments)]
+fn write_contents(
+    f: &File,
+    sim: &Simulation,
+    scene_text: &str,
+    scene_file: &str,
+    l: &Local,
+    tots: [u64; 3],
+    offs: [u64; 3],
+    collective: bool,
+) -> hdf5::Result<()> {
+    write_root_attrs(f, sim, scene_text, scene_file, tots)?;
+    let s = ContactState::N_F64;
+    let (np, op) = (tots[0], offs[0]);
+    let g = f.create_group("particles")?;
+    dataset(&g, "gid", np, op, 1, &l.gid, collective)?;
+    for (name, v) in [
+        ("pos", &l.pos),
+        ("vel", &l.vel),
+        ("angvel", &l.angvel),
+        ("ref_pos", &l.ref_pos),
+    ] {
+        dataset(&g, name, np, op, 3, v, collective)?;
+    }
+    dataset(&g, "ori", np, op, 4, &l.ori, collective)?;
+    for (name, v) in [
+        ("radius", &l.radius),
+        ("mass", &l.mass),
+        ("inertia", &l.inertia),
+    ] {
+        dataset(&g, name, np, op, 1, v, collective)?;
+    }
+    dataset(&g, "material", np, op, 1, &l.material, collective)?;
+    dataset(&g, "blocked", np, op, 1, &l.blocked, collective)?;
+    dataset(&g, "wrap", np, op, 3, &l.wrap, collective)?;
+    fault_injection(sim.step);
+    let (nc, oc) = (tots[1], offs[1]);
+    let g = f.create_group("contacts")?;
+    dataset(&g, "gid1", nc, oc, 1, &l.c_gid1, collective)?;
+    dataset(&g, "gid2", nc, oc, 1, &l.c_gid2, collective)?;
+    dataset(&g, "image", nc, oc, 3, &l.c_image, collective)?;
+    dataset(&g, "state", nc, oc, s, &l.c_state, collective)?;
+    let (nw, ow) = (tots[2], offs[2]);
+    let g = f.create_group("wall_contacts")?;
+    dataset(&g, "gid", nw, ow, 1, &l.w_gid, collective)?;
+    dataset(&g, "wall", nw, ow, 1, &l.w_wall, collective)?;
+    dataset(&g, "state", nw, ow, s, &l.w_state, collective)?;
+    write_walls(f, sim, collective)?;
     Ok(())
 }
 
