@@ -17,50 +17,8 @@ use support::{describe, TempDir};
 use std::path::Path;
 use std::process::Command;
 
-use support::BIN;
+use support::{mpi_env, read_state, BIN};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// Open MPI settings of scripts/env.sh (root in containers, oversubscription, idle yield).
-fn mpi_env(cmd: &mut Command) -> &mut Command {
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_mpi_yield_when_idle", "1")
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env("OMPI_MCA_btl_base_warn_component_unused", "0")
-        .env_remove("RUST_LOG")
-}
-
-/// gid-sorted particle state of a snapshot, as raw bits.
-#[derive(PartialEq, Debug)]
-struct State {
-    gid: Vec<u64>,
-    pos: Vec<u64>,
-    vel: Vec<u64>,
-    angvel: Vec<u64>,
-    radius: Vec<u64>,
-    ncontacts: Vec<u32>,
-}
-
-fn read_state(file: &Path) -> State {
-    let f = hdf5::File::open(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-    let bits = |name: &str| -> Vec<u64> {
-        f.dataset(name)
-            .unwrap()
-            .read_raw::<f64>()
-            .unwrap()
-            .iter()
-            .map(|x| x.to_bits())
-            .collect()
-    };
-    State {
-        gid: f.dataset("gid").unwrap().read_raw::<u64>().unwrap(),
-        pos: bits("pos"),
-        vel: bits("vel"),
-        angvel: bits("angvel"),
-        radius: bits("radius"),
-        ncontacts: f.dataset("ncontacts").unwrap().read_raw::<u32>().unwrap(),
-    }
-}
 
 /// Small settle (8×8×8 lattice falling into a walled box), a checkpoint every 200 steps.
 const SCENE: &str = r#"Scene(

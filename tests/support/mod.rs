@@ -56,14 +56,20 @@ pub fn command(ranks: usize, threads: usize, args: &[&str], cwd: &Path) -> Comma
     };
     cmd.args(["-q", "--threads", &t])
         .args(args)
-        .current_dir(cwd)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .current_dir(cwd);
+    mpi_env(&mut cmd);
+    cmd
+}
+
+/// Open MPI settings of scripts/env.sh (root in containers, oversubscription, idle yield),
+/// and no `RUST_LOG` (errors are always printed).
+pub fn mpi_env(cmd: &mut Command) -> &mut Command {
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_mpi_yield_when_idle", "1")
         .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
         .env("OMPI_MCA_btl_base_warn_component_unused", "0")
-        .env_remove("RUST_LOG");
-    cmd
+        .env_remove("RUST_LOG")
 }
 
 /// Run demhpc to completion (see [`command`]).
