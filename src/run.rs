@@ -120,7 +120,10 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let output = scene.output.clone();
     let strain_every = scene.strainer.as_ref().map_or(0, |s| s.every);
     let ck = scene.checkpoint.clone();
-    let (scene_text, scene_file) = (scene.text.clone(), scene.file.display().to_string());
+    // The scene's path made absolute: a restart resolves the scene's data files relative to
+    // it, from whatever directory the restart is started in.
+    let scene_path = std::fs::canonicalize(&scene.file).unwrap_or_else(|_| scene.file.clone());
+    let (scene_text, scene_file) = (scene.text.clone(), scene_path.display().to_string());
     // A generated CPM specimen is saved (`x y z r`, readable by `TextFile`) so that other runs
     // can start from it.
     // (rank 0 walks the scene's sources once more, keeping all: CPM specimens are small).
@@ -441,8 +444,9 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
             step: info.step,
         }));
     }
-    sim.restore(restored?)?;
+    // before `restore`: the force assembly of the rebuild there depends on the mode
     sim.reproducible = reproducible;
+    sim.restore(restored?)?;
     if sim.comm.is_root() {
         info!(
             "restarted from {} at step {} (t = {:.6e} s): {} particles, {} contacts; written by {} rank(s), now {}",

@@ -64,6 +64,8 @@ pub struct Restored {
     /// Contacts (key, history) touching an owned particle.
     pub contacts: Vec<((u64, u64), ContactState)>,
     pub wall_contacts: Vec<((u64, u64), ContactState)>,
+    /// Keys of the pairs that were touching at the last rebuild (they lead the pair order).
+    pub leading: Vec<(u64, u64)>,
     /// Engine state (text; empty = none).
     pub engines: String,
 }
@@ -359,6 +361,10 @@ impl Simulation {
         for (k, st) in r.contacts {
             self.pairs.absorb(k, st);
         }
+        let mut lead = r.leading;
+        lead.sort_unstable();
+        lead.dedup();
+        self.pairs.set_leading_keys(lead);
         for (k, st) in r.wall_contacts {
             self.wall_pairs.absorb(k, st);
         }
@@ -540,7 +546,12 @@ impl Simulation {
         collide::wall_candidates(ps, &self.walls, self.skin, &mut self.cands);
         let lost_w = self.wall_pairs.merge(&self.cands, |k| is_owned(k.0));
         debug_assert_eq!(lost_w, 0, "a real wall contact was not a candidate");
-        self.slots.build(ps.n_owned, &self.pairs, &self.wall_pairs);
+        self.slots.build(
+            ps.n_owned,
+            &self.pairs,
+            &self.wall_pairs,
+            !self.reproducible,
+        );
         self.reference.clear();
         self.reference.extend_from_slice(&ps.pos[..ps.n_owned]);
         for (r, w) in self.wall_ref.iter_mut().zip(&self.walls) {
@@ -616,7 +627,7 @@ impl Simulation {
         }
         let (ps, mats, dt) = (&self.ps, &self.materials, self.dt);
         match &self.cpm {
-            None => contact::sphere_pairs(&mut self.pairs, &sl.pair_slot, out, ps, mats, &cell, dt),
+            None => contact::sphere_pairs(&mut self.pairs, sl, out, ps, mats, &cell, dt),
             Some(c) => {
                 let cs = contact::CpmStep {
                     link_factor: if c.links_created {
@@ -626,16 +637,7 @@ impl Simulation {
                     },
                     max_stretch: 0.5 * self.skin,
                 };
-                contact::cpm_pairs(
-                    &mut self.pairs,
-                    &sl.pair_slot,
-                    out,
-                    ps,
-                    &c.mats,
-                    &cell,
-                    dt,
-                    cs,
-                )
+                contact::cpm_pairs(&mut self.pairs, sl, out, ps, &c.mats, &cell, dt, cs)
             }
         }
         contact::wall_pairs(
@@ -648,14 +650,14 @@ impl Simulation {
             dt,
         );
         let t2 = Instant::now();
-        let slots = &self.slots;
+        let gather = self.slots.gather();
         let d2 = integrate::leapfrog(
             &mut self.ps,
             &self.reference,
             self.dt,
             self.damping,
             self.gravity,
-            |p| slots.contact_sum(p),
+            |p| gather.take(p),
         );
         let mut wall_d2: f64 = 0.0;
         for (w, r) in self.walls.iter_mut().zip(&self.wall_ref) {

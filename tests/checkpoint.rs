@@ -20,16 +20,6 @@ fn settle_with_checkpoints(every: u64, keep: u64) -> String {
     )
 }
 
-/// The LAMMPS chute (32 000 spheres sliding down a rough periodic incline: every contact's
-/// shear history matters), data path made absolute.
-fn chute() -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let data = root.join("bench/data/data.chute");
-    std::fs::read_to_string(root.join("scenes/chute.ron"))
-        .unwrap()
-        .replace("../bench/data/data.chute", data.to_str().unwrap())
-}
-
 fn ok(o: &Output, what: &str) {
     assert_eq!(o.status.code(), Some(0), "{what}: {}", describe(o));
 }
@@ -507,4 +497,29 @@ fn published_checkpoint_is_complete_while_the_job_runs() {
         .unwrap_or_else(|| panic!("{text}"));
     assert!(step >= 600 && step.is_multiple_of(300), "{text}");
     restart(&tmp, &copy, 2, step + 50, "cont");
+}
+
+/// A restart started from another directory finds the scene's data files: the checkpoint
+/// stores the scene's absolute path (the chute reads `../bench/data/data.chute` relative to
+/// `scenes/chute.ron`, given here as a relative path from the repository root).
+#[test]
+fn restart_from_another_directory_finds_the_data_files() {
+    let tmp = TempDir::new("ck-cwd");
+    let out = tmp.0.join("o");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = demhpc(
+        1,
+        1,
+        &[
+            "--steps",
+            "20",
+            "--out",
+            out.to_str().unwrap(),
+            "scenes/chute.ron",
+        ],
+        root,
+    );
+    ok(&o, "chute from the repository root");
+    restart(&tmp, &ckpt(&out, 20), 1, 30, "o");
+    assert!(ckpt(&out, 30).exists());
 }

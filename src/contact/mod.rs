@@ -7,7 +7,7 @@ pub mod geom;
 pub mod law;
 pub mod store;
 
-use crate::forces::SlotWriter;
+use crate::forces::{ForceSlots, SlotWriter};
 use crate::material::{mix, Material};
 use crate::particles::Particles;
 use crate::V3;
@@ -42,7 +42,7 @@ fn reduced_mass(m1: f64, m2: f64) -> f64 {
 #[allow(clippy::too_many_arguments)]
 pub fn sphere_pairs(
     pairs: &mut PairList,
-    slots: &[[u32; 2]],
+    slots: &ForceSlots,
     out: SlotWriter,
     ps: &Particles,
     mats: &[Material],
@@ -58,28 +58,57 @@ pub fn sphere_pairs(
 /// pair (it may switch the pair's contact flag); the result goes to the pair's force slots.
 /// Monomorphised per law: the law call is inlined, no dispatch per contact.
 #[inline]
-fn pair_loop<L>(pairs: &mut PairList, slots: &[[u32; 2]], out: SlotWriter, law: L)
+fn pair_loop<L>(pairs: &mut PairList, slots: &ForceSlots, out: SlotWriter, law: L)
 where
     L: Fn(&mut bool, &mut ContactState, usize, usize) -> PairForce + Sync,
 {
     let (ii, jj) = (&pairs.i, &pairs.j);
+    let chunk = |c: usize, base: usize, act: &mut [bool], st: &mut [ContactState]| {
+        for k in 0..st.len() {
+            let (i, j) = (ii[base + k] as usize, jj[base + k] as usize);
+            let was_active = act[k];
+            let r = law(&mut act[k], &mut st[k], i, j);
+            // A pair that was and stays apart already holds zeros in its slot / adds nothing.
+            if !(was_active || act[k]) {
+                continue;
+            }
+            match out.accumulating() {
+                true => out.accumulate(c, base + k, i, j, r.f, r.t1, r.t2),
+                false => out.pair(slots.pair_slot[base + k], r.f, r.t1, r.t2),
+            }
+        }
+    };
+    if out.accumulating() {
+        let b = &slots.bounds;
+        by_bounds(&mut pairs.active, &mut pairs.state, b, 0, &chunk);
+        return;
+    }
     pairs
         .active
         .par_chunks_mut(CHUNK)
         .zip(pairs.state.par_chunks_mut(CHUNK))
         .enumerate()
-        .for_each(|(c, (act, st))| {
-            let base = c * CHUNK;
-            for k in 0..st.len() {
-                let (i, j) = (ii[base + k] as usize, jj[base + k] as usize);
-                let was_active = act[k];
-                let r = law(&mut act[k], &mut st[k], i, j);
-                // A pair that was and stays apart already holds zeros in its slots.
-                if was_active || act[k] {
-                    out.pair(slots[base + k], r.f, r.t1, r.t2);
-                }
-            }
-        });
+        .for_each(|(c, (act, st))| chunk(c, c * CHUNK, act, st));
+}
+
+/// Run `f(c, first pair, active, state)` on the chunks `bounds[c]..bounds[c + 1]` in parallel
+/// (recursive halving with `rayon::join`: no allocation; `bounds[0]` is where `act` starts).
+fn by_bounds<F>(act: &mut [bool], st: &mut [ContactState], bounds: &[usize], c0: usize, f: &F)
+where
+    F: Fn(usize, usize, &mut [bool], &mut [ContactState]) + Sync,
+{
+    if bounds.len() <= 2 {
+        f(c0, bounds[0], act, st);
+        return;
+    }
+    let mid = bounds.len() / 2;
+    let cut = bounds[mid] - bounds[0];
+    let (a1, a2) = act.split_at_mut(cut);
+    let (s1, s2) = st.split_at_mut(cut);
+    rayon::join(
+        || by_bounds(a1, s1, &bounds[..=mid], c0, f),
+        || by_bounds(a2, s2, &bounds[mid..], c0 + mid, f),
+    );
 }
 
 /// One sphere–sphere pair: geometry (thesis §2.3, digest A4.2–A4.3) then the linear law.
@@ -152,7 +181,7 @@ pub struct CpmStep {
 #[allow(clippy::too_many_arguments)]
 pub fn cpm_pairs(
     pairs: &mut PairList,
-    slots: &[[u32; 2]],
+    slots: &ForceSlots,
     out: SlotWriter,
     ps: &Particles,
     mats: &[CpmMat],

@@ -123,6 +123,14 @@ pub struct PairList {
     /// far-apart pair.
     pub active: Vec<bool>,
     pub state: Vec<ContactState>,
+    /// The pair was touching at the last rebuild, so it is stored in the leading group (see
+    /// [`Self::locality_order`]). Checkpointed: a restart must rebuild the same pair order,
+    /// since default-mode force sums follow it.
+    pub leading: Vec<bool>,
+    /// Restart: the keys that led at the checkpointed run's last rebuild (sorted); used by the
+    /// next merge instead of the histories present.
+    lead_keys: Option<Vec<(u64, u64)>>,
+    lead: Vec<bool>,
     scratch_active: Vec<bool>,
     scratch_key: Vec<(u64, u64)>,
     scratch_state: Vec<ContactState>,
@@ -149,6 +157,12 @@ impl PairList {
             .zip(&self.i)
             .filter(|(&a, &i)| a && (i as usize) < n_owned)
             .count()
+    }
+
+    /// Restart: the next merge orders the pairs whose key is in `keys` (sorted) first, as the
+    /// checkpointed run's last rebuild did.
+    pub fn set_leading_keys(&mut self, keys: Vec<(u64, u64)>) {
+        self.lead_keys = Some(keys);
     }
 
     /// Add the history of active contacts that arrived with migrating particles; the next
@@ -215,13 +229,21 @@ impl PairList {
             lost += is_lost(t, prev);
             t += 1;
         }
-        let order = self.locality_order(cands, &src);
+        let mut lead = std::mem::take(&mut self.lead);
+        lead.clear();
+        match self.lead_keys.take() {
+            Some(keys) => lead.extend(cands.iter().map(|c| keys.binary_search(&c.key).is_ok())),
+            None => lead.extend(src.iter().map(|&o| o != NONE)),
+        }
+        let order = self.locality_order(cands, &lead);
         self.key.clear();
         self.i.clear();
         self.j.clear();
         self.active.clear();
         self.state.clear();
+        self.leading.clear();
         for &c in &order {
+            self.leading.push(lead[c as usize]);
             let (cand, o) = (&cands[c as usize], src[c as usize]);
             self.key.push(cand.key);
             self.i.push(cand.i);
@@ -234,6 +256,7 @@ impl PairList {
             });
         }
         self.order = order;
+        self.lead = lead;
         self.scratch_idx = src;
         self.touching = touching;
         lost
@@ -245,11 +268,11 @@ impl PairList {
     /// at a time from among the far more numerous near-miss candidates; within each group the
     /// order follows the particles' (space-filling curve) order. A counting sort on the smaller
     /// index, then an insertion sort of each (small) bucket by the larger one.
-    fn locality_order(&mut self, cands: &[Candidate], src: &[u32]) -> Vec<u32> {
+    fn locality_order(&mut self, cands: &[Candidate], lead: &[bool]) -> Vec<u32> {
         let lo = |c: &Candidate| c.i.min(c.j) as usize;
         let hi = |c: usize| cands[c].i.max(cands[c].j);
         let nb = cands.iter().map(|c| lo(c) + 1).max().unwrap_or(0);
-        let bucket = |c: usize| lo(&cands[c]) + if src[c] != NONE { 0 } else { nb };
+        let bucket = |c: usize| lo(&cands[c]) + if lead[c] { 0 } else { nb };
         let start = &mut self.bucket_start;
         start.clear();
         start.resize(2 * nb + 1, 0);

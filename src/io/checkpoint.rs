@@ -77,6 +77,8 @@ struct Local {
     w_gid: Vec<u64>,
     w_wall: Vec<u64>,
     w_state: Vec<f64>,
+    lead_gid1: Vec<u64>,
+    lead_gid2: Vec<u64>,
 }
 
 fn collect(sim: &Simulation) -> Local {
@@ -110,6 +112,10 @@ fn collect(sim: &Simulation) -> Local {
                 l.c_image.push(ps.image[j][a] - ps.image[i][a]);
             }
             pl.state[k].pack(&mut l.c_state);
+        }
+        if pl.leading[k] && i < n {
+            l.lead_gid1.push(pl.key[k].0);
+            l.lead_gid2.push(pl.key[k].1);
         }
     }
     let wl = &sim.wall_pairs;
@@ -169,6 +175,8 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
     let counts = [l.gid.len(), l.c_gid1.len(), l.w_gid.len()].map(|c| c as u64);
     let offs = counts.map(|c| comm.exscan_u64(c));
     let tots = counts.map(|c| comm.sum_u64(c));
+    let n_lead = l.lead_gid1.len() as u64;
+    let lead = (comm.sum_u64(n_lead), comm.exscan_u64(n_lead));
     let tmp = path.with_extension("h5.tmp");
     let e = h5e(&tmp);
     let collective = comm.raw_world().is_some();
@@ -180,6 +188,10 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
             None => File::create(&tmp)?,
         };
         write_contents(&f, sim, scene_text, scene_file, &l, tots, offs, collective)?;
+        let g = f.create_group("leading")?;
+        dataset(&g, "gid1", lead.0, lead.1, 1, &l.lead_gid1, collective)?;
+        dataset(&g, "gid2", lead.0, lead.1, 1, &l.lead_gid2, collective)?;
+        drop(g);
         // Closed explicitly once every group and dataset handle is gone: with MPI-IO HDF5
         // refuses to close a file with open objects, and a failed implicit close (on drop)
         // would leave the metadata unwritten while the file is published.
@@ -650,6 +662,7 @@ fn read_local_h5(
         }
         off += rows;
     }
+    let leading = read_leading(f, &is_owned)?;
     let walls_n = f
         .dataset("walls/point")?
         .shape()
@@ -673,6 +686,28 @@ fn read_local_h5(
         reference,
         contacts,
         wall_contacts,
+        leading,
         engines: info.engines.clone(),
     })
+}
+
+/// The keys of `leading/` (pairs touching at the last rebuild) that touch a particle this rank
+/// keeps.
+fn read_leading(f: &File, is_owned: &dyn Fn(u64) -> bool) -> hdf5::Result<Vec<(u64, u64)>> {
+    let (d1, d2) = (f.dataset("leading/gid1")?, f.dataset("leading/gid2")?);
+    let n = d1.shape().first().copied().unwrap_or(0);
+    let mut out = Vec::new();
+    let mut off = 0usize;
+    while off < n {
+        let rows = READ_BLOCK.min(n - off);
+        let g1 = read_rows::<u64>(&d1, off, rows, 1)?;
+        let g2 = read_rows::<u64>(&d2, off, rows, 1)?;
+        out.extend(
+            (0..rows)
+                .filter(|&k| is_owned(g1[k]) || is_owned(g2[k]))
+                .map(|k| (g1[k], g2[k])),
+        );
+        off += rows;
+    }
+    Ok(out)
 }

@@ -144,3 +144,13 @@ pub const SETTLE: &str = r#"Scene(
     domain: Domain(lo: (-0.002, -0.002, -0.002), hi: (0.022, 0.022, 0.05)),
     output: Output(series_every: 100),
 )"#;
+
+/// The LAMMPS chute (32 000 spheres sliding down a rough periodic incline, scenes/chute.ron)
+/// with its data file path made absolute.
+pub fn chute() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let data = root.join("bench/data/data.chute");
+    std::fs::read_to_string(root.join("scenes/chute.ron"))
+        .unwrap()
+        .replace("../bench/data/data.chute", data.to_str().unwrap())
+}
