@@ -68,7 +68,7 @@ impl ForceSlots {
     /// Rebuild after the pair lists changed (rebuild steps only). Each owned particle's slots
     /// are ordered by partner gid (sphere pairs), then by wall index.
     /// `fast`: the default (not reproducible) mode, which with one thread per rank accumulates
-    /// in pair-list order instead of using slots (chute, 1 thread: +15 %; with two threads the
+    /// in pair-list order instead of using slots (chute, 1 thread: +10–15 %; with two threads the
     /// slots' fine-grained chunks balance better, measured). The pair-list order is rebuilt
     /// identically after a restart (`PairList::leading` is checkpointed).
     pub fn build(&mut self, n_owned: usize, pairs: &PairList, walls: &PairList, fast: bool) {
