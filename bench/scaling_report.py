@@ -181,6 +181,18 @@ def write_md(out, rows, nproc, machine, flags, weak=False):
         f.write("\n".join(lines))
 
 
+def finish(fig, ax, title, legend_loc, path):
+    """Title, grid and legend of a report figure, then write it as PNG."""
+    import matplotlib.pyplot as plt
+
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc=legend_loc)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plots(out, rows, nproc):
     import matplotlib
     matplotlib.use("Agg")
@@ -218,12 +230,7 @@ def plots(out, rows, nproc):
     ax.set_xlim(0.8, cmax * 1.3)
     ax.set_xlabel("cores (ranks × threads)")
     ax.set_ylabel("speed-up vs 1 rank × 1 thread")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "speedup.png"), dpi=110)
-    plt.close(fig)
+    finish(fig, ax, title, "upper left", os.path.join(out, "speedup.png"))
 
     for r in rows:
         r["_ppc"] = r["particles"] / r["cores"]
@@ -236,12 +243,7 @@ def plots(out, rows, nproc):
     ax.set_ylim(0, max(1.15, max(r["efficiency"] for r in rows) * 1.1))
     ax.set_xlabel("particles per core (decreasing →)")
     ax.set_ylabel("parallel efficiency")
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "efficiency.png"), dpi=110)
-    plt.close(fig)
+    finish(fig, ax, title, "lower left", os.path.join(out, "efficiency.png"))
 
 
 def main():

@@ -30,18 +30,14 @@ pub struct ForceSlots {
     /// Slot of each wall pair's sphere.
     pub wall_slot: Vec<u32>,
     buf: Vec<Slot>,
-    /// Default mode: per-chunk accumulators instead of pair slots (the thesis'
-    /// ForceContainer, §7.4.4): `acc[c · n_owned + p]` sums chunk c's forces on particle p in
-    /// pair order; the gather adds the chunks in order. Bit-identical for a given ranks ×
-    /// threads layout, not across layouts; reproducible mode keeps the slots.
+    /// Default mode on one thread: an accumulator per owned particle instead of pair slots
+    /// (the thesis' ForceContainer, §7.4.4, with a single container): `acc[p]` sums the forces
+    /// on p in pair-list order. Bit-identical for a given ranks × threads layout, not across
+    /// layouts; reproducible mode keeps the slots.
     acc: Vec<Slot>,
-    n_acc: usize,
     /// Accumulator mode: each pair's force on particle 1 (the slots hold it otherwise).
     pair_f: Vec<V3>,
     accumulate: bool,
-    /// Accumulator mode: chunk c of the contact loop is pairs `bounds[c]..bounds[c + 1]`,
-    /// balanced at the rebuild by the expected work (a touching pair costs ~8 far ones).
-    pub bounds: Vec<usize>,
     wall_buf: Vec<Slot>,
     fill: Vec<u32>,
     /// (partner gid, pair·2 + side) per slot, for ordering.
@@ -110,31 +106,15 @@ impl ForceSlots {
         self.build_walls(n_owned, walls);
     }
 
-    /// Accumulator mode: one buffer of `n_owned` slots per thread chunk.
+    /// Accumulator mode: one accumulator per owned particle, zero; no pair slots (empty
+    /// ranges in `start`, so the gather finds only the wall slots there).
     fn build_accumulators(&mut self, n_owned: usize, pairs: &PairList) {
         let n_pairs = pairs.len();
-        self.n_acc = rayon::current_num_threads().max(1);
-        let weight = |k: usize| 1 + 7 * pairs.active[k] as usize;
-        let total: usize = (0..n_pairs).map(weight).sum();
-        self.bounds.clear();
-        self.bounds.push(0);
-        let mut acc = 0;
-        for k in 0..n_pairs {
-            acc += weight(k);
-            // close chunk c once it holds its share of the work
-            if self.bounds.len() < self.n_acc && acc * self.n_acc >= total * self.bounds.len() {
-                self.bounds.push(k + 1);
-            }
-        }
-        while self.bounds.len() <= self.n_acc {
-            self.bounds.push(n_pairs);
-        }
         self.acc.clear();
-        self.acc.resize(self.n_acc * n_owned, [V3::zeros(); 2]);
+        self.acc.resize(n_owned, [V3::zeros(); 2]);
         self.start.clear();
         self.start.resize(n_owned + 1, 0);
         self.pair_slot.clear();
-        self.pair_slot.resize(n_pairs, [NO_SLOT; 2]);
         self.pair_f.clear();
         self.pair_f.resize(n_pairs, V3::zeros());
         self.buf.clear();
@@ -196,7 +176,6 @@ impl ForceSlots {
             buf,
             wall_buf,
             acc,
-            n_acc,
             accumulate,
             ..
         } = self;
@@ -205,7 +184,6 @@ impl ForceSlots {
                 true => acc.as_mut_ptr(),
                 false => std::ptr::null_mut(),
             },
-            n_acc: *n_acc,
             n_owned: start.len().saturating_sub(1),
             start,
             buf,
@@ -263,7 +241,6 @@ fn slot_sum(
 /// taken by one task: the writes are disjoint, like the slot writes).
 pub struct Gather<'a> {
     acc: *mut Slot,
-    n_acc: usize,
     n_owned: usize,
     start: &'a [u32],
     buf: &'a [Slot],
@@ -284,19 +261,12 @@ impl Gather<'_> {
         let (mut f, mut t) = slot_sum(self.start, self.buf, self.wall_start, self.wall_buf, p);
         if !self.acc.is_null() {
             assert!(p < self.n_owned);
-            let (mut fa, mut ta) = (V3::zeros(), V3::zeros());
-            for c in 0..self.n_acc {
-                // SAFETY: c < n_acc, p < n_owned: inside the n_acc · n_owned buffer; particle
-                // p's entries are used by this call alone (type docs).
-                unsafe {
-                    let s = &mut *self.acc.add(c * self.n_owned + p);
-                    fa += s[0];
-                    ta += s[1];
-                    *s = [V3::zeros(); 2];
-                }
-            }
-            f += fa;
-            t += ta;
+            // SAFETY: p < n_owned, the accumulator buffer's length; particle p's entry is used
+            // by this call alone (type docs).
+            let a = unsafe { &mut *self.acc.add(p) };
+            f += a[0];
+            t += a[1];
+            *a = [V3::zeros(); 2];
         }
         (f, t)
     }
@@ -305,14 +275,15 @@ impl Gather<'_> {
 /// Shared write access to the slot buffers (or accumulators) for the parallel contact loops.
 ///
 /// Each slot belongs to exactly one (pair, side) — [`ForceSlots::build`] hands slot indices
-/// out once — and each accumulator buffer to one chunk of pairs, so concurrent writes from
-/// different pairs never touch the same element, and no one reads the buffers while the contact
-/// loop runs (`ForceSlots` is borrowed mutably to make the writer).
+/// out once — so concurrent writes from different pairs never touch the same element; the
+/// accumulators are written by one thread (the loop runs sequentially in that mode). No one
+/// reads the buffers while the contact loop runs (`ForceSlots` is borrowed mutably to make the
+/// writer).
 #[derive(Clone, Copy)]
 pub struct SlotWriter {
     pairs: *mut Slot,
     n_pairs: usize,
-    /// Accumulator mode (null otherwise): `n_acc` buffers of `n_owned` slots.
+    /// Accumulator mode (null otherwise): one accumulator per owned particle.
     acc: *mut Slot,
     n_owned: usize,
     pair_f: *mut V3,
@@ -338,22 +309,21 @@ impl SlotWriter {
         }
     }
 
-    /// Accumulator mode: add pair k's result (computed by chunk `c`) to the chunk's buffer:
-    /// +F, T1 on particle i, −F, T2 on particle j (owned sides only); remember F.
+    /// Accumulator mode: add pair k's result to the accumulators: +F, T1 on particle i, −F, T2
+    /// on particle j (owned sides only); remember F. Called from one thread (the accumulator
+    /// mode runs only with one thread per rank).
     #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub fn accumulate(&self, c: usize, k: usize, i: usize, j: usize, f: V3, t1: V3, t2: V3) {
+    pub fn accumulate(&self, k: usize, i: usize, j: usize, f: V3, t1: V3, t2: V3) {
         assert!(k < self.n_pair_f);
         // Like a slot: the force on particle 1 if it is owned here, else zero.
         let f1 = if i < self.n_owned { f } else { V3::zeros() };
-        // SAFETY: in bounds (checked); pair k is written by its own chunk only.
+        // SAFETY: in bounds (checked); one thread writes (see above).
         unsafe { *self.pair_f.add(k) = f1 };
         for (p, v) in [(i, [f, t1]), (j, [-f, t2])] {
             if p < self.n_owned {
-                // SAFETY: buffer c belongs to chunk c alone; c < n_acc and p < n_owned, so the
-                // index is inside the n_acc · n_owned buffer (built for this pair list).
+                // SAFETY: p < n_owned, the accumulator buffer's length; one thread writes.
                 unsafe {
-                    let s = &mut *self.acc.add(c * self.n_owned + p);
+                    let s = &mut *self.acc.add(p);
                     s[0] += v[0];
                     s[1] += v[1];
                 }

@@ -9,17 +9,6 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 use support::*;
 
-/// `SETTLE` with checkpoints every `every` steps (0 = only at the end), keeping `keep`.
-fn settle_with_checkpoints(every: u64, keep: u64) -> String {
-    SETTLE.replace(
-        "output: Output(series_every: 100),",
-        &format!(
-            "output: Output(series_every: 100, snapshot_every: 300),\n    \
-             checkpoint: (every: {every}, keep: {keep}),"
-        ),
-    )
-}
-
 fn ok(o: &Output, what: &str) {
     assert_eq!(o.status.code(), Some(0), "{what}: {}", describe(o));
 }

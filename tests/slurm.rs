@@ -17,27 +17,8 @@ use support::{describe, TempDir};
 use std::path::Path;
 use std::process::Command;
 
-use support::{mpi_env, read_state, BIN};
+use support::{mpi_env, read_state, settle_with_checkpoints, BIN};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// Small settle (8×8×8 lattice falling into a walled box), a checkpoint every 200 steps.
-const SCENE: &str = r#"Scene(
-    name: "slurm_dryrun",
-    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0)],
-    walls: [
-        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "g"),
-        Wall(point: (0.0, 0.0, 0.0), normal: (1.0, 0.0, 0.0), material: "g"),
-        Wall(point: (0.0192, 0.0, 0.0), normal: (-1.0, 0.0, 0.0), material: "g"),
-        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 1.0, 0.0), material: "g"),
-        Wall(point: (0.0, 0.0192, 0.0), normal: (0.0, -1.0, 0.0), material: "g"),
-    ],
-    spheres: [Lattice(material: "g", spacing: 2.4e-3, counts: (8, 8, 8), radius: 1e-3,
-                      polydispersity: 0.1, jitter: 0.05e-3, seed: 20240601)],
-    gravity: (0.0, 0.0, -9.81), damping: 0.3, dt: Fixed(7e-6), skin: 0.2e-3, run: Steps(1),
-    domain: Domain(lo: (-0.002, -0.002, -0.002), hi: (0.022, 0.022, 0.05)),
-    output: Output(series_every: 100),
-    checkpoint: (every: 200, keep: 2),
-)"#;
 
 /// Long enough (seconds on 2 ranks) that the stop lands well before the end.
 const STEPS: u64 = 8000;
@@ -46,7 +27,7 @@ const STEPS: u64 = 8000;
 fn dry_run_usr1_checkpoints_requeues_restarts_and_matches_uninterrupted_run() {
     let tmp = TempDir::new("dryrun");
     let scene = tmp.0.join("scene.ron");
-    std::fs::write(&scene, SCENE).unwrap();
+    std::fs::write(&scene, settle_with_checkpoints(200, 2)).unwrap();
     let steps = STEPS.to_string();
 
     // Uninterrupted reference: 2 ranks × 1 thread, as in the dry run.

@@ -63,7 +63,7 @@ where
     L: Fn(&mut bool, &mut ContactState, usize, usize) -> PairForce + Sync,
 {
     let (ii, jj) = (&pairs.i, &pairs.j);
-    let chunk = |c: usize, base: usize, act: &mut [bool], st: &mut [ContactState]| {
+    let chunk = |base: usize, act: &mut [bool], st: &mut [ContactState]| {
         for k in 0..st.len() {
             let (i, j) = (ii[base + k] as usize, jj[base + k] as usize);
             let was_active = act[k];
@@ -73,14 +73,14 @@ where
                 continue;
             }
             match out.accumulating() {
-                true => out.accumulate(c, base + k, i, j, r.f, r.t1, r.t2),
+                true => out.accumulate(base + k, i, j, r.f, r.t1, r.t2),
                 false => out.pair(slots.pair_slot[base + k], r.f, r.t1, r.t2),
             }
         }
     };
     if out.accumulating() {
-        let b = &slots.bounds;
-        by_bounds(&mut pairs.active, &mut pairs.state, b, 0, &chunk);
+        // one thread per rank (ForceSlots::build): the pairs in list order
+        chunk(0, &mut pairs.active, &mut pairs.state);
         return;
     }
     pairs
@@ -88,27 +88,15 @@ where
         .par_chunks_mut(CHUNK)
         .zip(pairs.state.par_chunks_mut(CHUNK))
         .enumerate()
-        .for_each(|(c, (act, st))| chunk(c, c * CHUNK, act, st));
+        .for_each(|(c, (act, st))| chunk(c * CHUNK, act, st));
 }
 
-/// Run `f(c, first pair, active, state)` on the chunks `bounds[c]..bounds[c + 1]` in parallel
-/// (recursive halving with `rayon::join`: no allocation; `bounds[0]` is where `act` starts).
-fn by_bounds<F>(act: &mut [bool], st: &mut [ContactState], bounds: &[usize], c0: usize, f: &F)
-where
-    F: Fn(usize, usize, &mut [bool], &mut [ContactState]) + Sync,
-{
-    if bounds.len() <= 2 {
-        f(c0, bounds[0], act, st);
-        return;
-    }
-    let mid = bounds.len() / 2;
-    let cut = bounds[mid] - bounds[0];
-    let (a1, a2) = act.split_at_mut(cut);
-    let (s1, s2) = st.split_at_mut(cut);
-    rayon::join(
-        || by_bounds(a1, s1, &bounds[..=mid], c0, f),
-        || by_bounds(a2, s2, &bounds[mid..], c0 + mid, f),
-    );
+/// Branch vector 1→2 of pair (i, j) with the periodic image offsets (thesis §2.3), its
+/// squared length and the two radii: the start of every pair law.
+#[inline]
+fn branch_of(ps: &Particles, cell: &V3, i: usize, j: usize) -> (V3, f64, f64, f64) {
+    let l = geom::branch(ps.pos[i], ps.pos[j], ps.image[i], ps.image[j], cell);
+    (l, l.norm_squared(), ps.radius[i], ps.radius[j])
 }
 
 /// One sphere–sphere pair: geometry (thesis §2.3, digest A4.2–A4.3) then the linear law.
@@ -124,9 +112,7 @@ pub fn sphere_pair(
     i: usize,
     j: usize,
 ) -> PairForce {
-    let (r1, r2) = (ps.radius[i], ps.radius[j]);
-    let l = geom::branch(ps.pos[i], ps.pos[j], ps.image[i], ps.image[j], cell);
-    let d2 = l.norm_squared();
+    let (l, d2, r1, r2) = branch_of(ps, cell, i, j);
     let reach = r1 + r2;
     if !*active && d2 >= reach * reach {
         return PairForce::default();
@@ -209,9 +195,7 @@ pub fn cpm_pair(
     i: usize,
     j: usize,
 ) -> PairForce {
-    let (r1, r2) = (ps.radius[i], ps.radius[j]);
-    let l = geom::branch(ps.pos[i], ps.pos[j], ps.image[i], ps.image[j], cell);
-    let d2 = l.norm_squared();
+    let (l, d2, r1, r2) = branch_of(ps, cell, i, j);
     let reach = r1 + r2;
     if !*active {
         // thesis eq. 2.23: a link if d₀ ≤ R_I (r₁ + r₂) during the initial step

@@ -152,9 +152,7 @@ impl Comm {
     /// Element-wise global maximum, in place (one message for several flags or maxima).
     pub fn max_f64s(&self, v: &mut [f64]) {
         if let Comm::Mpi(m) = self {
-            let send = v.to_vec();
-            m.world
-                .all_reduce_into(&send[..], v, SystemOperation::max());
+            reduce_in_place(&m.world, v, SystemOperation::max());
         }
     }
 
@@ -167,47 +165,54 @@ impl Comm {
     /// across rank counts; see `ExactSum` for that).
     pub fn sum_f64s(&self, v: &mut [f64]) {
         if let Comm::Mpi(m) = self {
-            let send = v.to_vec();
-            m.world
-                .all_reduce_into(&send[..], v, SystemOperation::sum());
+            reduce_in_place(&m.world, v, SystemOperation::sum());
         }
     }
 
     /// Element-wise global sum of integers, in place (exact).
     pub fn sum_i64s(&self, v: &mut [i64]) {
         if let Comm::Mpi(m) = self {
-            let send = v.to_vec();
-            m.world
-                .all_reduce_into(&send[..], v, SystemOperation::sum());
+            reduce_in_place(&m.world, v, SystemOperation::sum());
         }
     }
 
     /// Global exact sums, in place: every rank gets the same bits whatever the rank count
     /// (the limbs are integers; a NaN/inf anywhere makes the sum NaN/inf everywhere).
     pub fn sum_exact(&self, sums: &mut [super::exact::ExactSum]) {
+        use super::exact::LIMBS;
         if let Comm::Serial = self {
             return;
         }
-        let mut flat: Vec<i64> = Vec::new();
-        for s in sums.iter_mut() {
-            flat.extend_from_slice(s.limbs_mut());
+        // One integer allreduce: every sum's limbs, then how many ranks hold a special value
+        // (NaN/inf) per sum; the specials travel only when some rank has one. Small (per-step)
+        // reductions are staged on the stack.
+        let n = sums.len() * (LIMBS + 1);
+        let mut stack = [0i64; 4 * (LIMBS + 1)];
+        let mut heap = Vec::new();
+        let flat: &mut [i64] = if n <= stack.len() {
+            &mut stack[..n]
+        } else {
+            heap.resize(n, 0);
+            &mut heap
+        };
+        let (limbs, specials) = flat.split_at_mut(sums.len() * LIMBS);
+        for (k, s) in sums.iter_mut().enumerate() {
+            limbs[k * LIMBS..(k + 1) * LIMBS].copy_from_slice(s.limbs_mut());
+            specials[k] = s.special().is_some() as i64;
         }
-        self.sum_i64s(&mut flat);
-        let mut sp: Vec<f64> = sums.iter().map(|s| s.special().unwrap_or(0.0)).collect();
-        let any_special = self.any(sums.iter().any(|s| s.special().is_some()));
-        if any_special {
+        self.sum_i64s(flat);
+        let (limbs, specials) = flat.split_at(sums.len() * LIMBS);
+        if specials.iter().any(|&c| c > 0) {
+            let mut sp: Vec<f64> = sums.iter().map(|s| s.special().unwrap_or(0.0)).collect();
             self.sum_f64s(&mut sp);
+            for (s, (&v, &c)) in sums.iter_mut().zip(sp.iter().zip(specials)) {
+                s.set_special((c > 0).then_some(v));
+            }
         }
         for (k, s) in sums.iter_mut().enumerate() {
-            let l = s.limbs_mut();
-            let n = l.len();
-            l.copy_from_slice(&flat[k * n..(k + 1) * n]);
+            s.limbs_mut()
+                .copy_from_slice(&limbs[k * LIMBS..(k + 1) * LIMBS]);
             s.normalise();
-            s.set_special(if any_special && sp[k] != 0.0 {
-                Some(sp[k])
-            } else {
-                None
-            });
         }
     }
 
@@ -404,5 +409,22 @@ impl MpiComm {
             s1.map(|r| r.wait());
             s2.map(|r| r.wait());
         });
+    }
+}
+
+/// Allreduce `v` in place. MPI needs distinct send and receive buffers: small ones (the
+/// per-step flags and exact sums) are staged on the stack, so the step loop does not allocate.
+fn reduce_in_place<T>(world: &SimpleCommunicator, v: &mut [T], op: SystemOperation)
+where
+    T: Equivalence + Copy + Default,
+{
+    const STACK: usize = 4 * (super::exact::LIMBS + 1);
+    if v.len() <= STACK {
+        let mut send = [T::default(); STACK];
+        send[..v.len()].copy_from_slice(v);
+        world.all_reduce_into(&send[..v.len()], v, op);
+    } else {
+        let send = v.to_vec();
+        world.all_reduce_into(&send[..], v, op);
     }
 }

@@ -6,7 +6,7 @@
 
 /// Limbs of 32 bits; bit 0 of limb 0 is 2^−1074 (the smallest subnormal). 66 limbs cover the
 /// largest double, two more give room for carries.
-const LIMBS: usize = 68;
+pub(crate) const LIMBS: usize = 68;
 /// Additions between carry normalisations: each adds < 2^32 to a limb, an i64 holds 2^63.
 const NORMALISE_EVERY: u32 = 1 << 30;
 
@@ -156,13 +156,7 @@ impl ExactSum {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lcg(s: &mut u64) -> f64 {
-        *s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (*s >> 11) as f64 / (1u64 << 53) as f64
-    }
+    use crate::scene::gen::Lcg;
 
     #[test]
     fn sum_is_exact_and_order_independent() {
@@ -173,9 +167,9 @@ mod tests {
         }
         assert_eq!(s.value(), 1.0);
         // Random values of wildly different magnitude, in two orders and split in two parts.
-        let mut seed = 7;
+        let mut r = Lcg(7);
         let v: Vec<f64> = (0..5000)
-            .map(|_| (lcg(&mut seed) - 0.5) * 10f64.powi((lcg(&mut seed) * 40.0) as i32 - 20))
+            .map(|_| (r.uniform() - 0.5) * 10f64.powi((r.uniform() * 40.0) as i32 - 20))
             .collect();
         let mut a = ExactSum::new();
         v.iter().for_each(|&x| a.add(x));

@@ -145,6 +145,17 @@ pub const SETTLE: &str = r#"Scene(
     output: Output(series_every: 100),
 )"#;
 
+/// `SETTLE` with checkpoints every `every` steps (0 = only at the end), keeping `keep`.
+pub fn settle_with_checkpoints(every: u64, keep: u64) -> String {
+    SETTLE.replace(
+        "output: Output(series_every: 100),",
+        &format!(
+            "output: Output(series_every: 100, snapshot_every: 300),\n    \
+             checkpoint: (every: {every}, keep: {keep}),"
+        ),
+    )
+}
+
 /// The LAMMPS chute (32 000 spheres sliding down a rough periodic incline, scenes/chute.ron)
 /// with its data file path made absolute.
 pub fn chute() -> String {
