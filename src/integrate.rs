@@ -12,10 +12,10 @@ const CHUNK: usize = 1024;
 #[inline]
 fn damp(a: f64, v: f64, dt: f64, lambda: f64) -> f64 {
     let s = a * (v + 0.5 * dt * a);
-    // Branch-free sign (0 for s = 0): the sign is random from particle to particle, and a
-    // mispredicted branch per component cost more than the rest of the integrator.
-    let sign = (s > 0.0) as i32 - (s < 0.0) as i32;
-    a * (1.0 - lambda * sign as f64)
+    // 1 − λ sign(s) with sign(0) = 0, as two selects (the sign is random from particle to
+    // particle: a mispredicted branch per component would cost more than the integrator).
+    let up = if s > 0.0 { 1.0 - lambda } else { 1.0 };
+    a * if s < 0.0 { 1.0 + lambda } else { up }
 }
 
 /// Advance one particle: v_{+½} = v_{−½} + Δt F/m, x_{+1} = x_0 + Δt v_{+½} (eq. 2.50–2.57);
@@ -37,7 +37,11 @@ pub fn leapfrog_one(
     lambda: f64,
 ) {
     let (inv_m, inv_i) = (1.0 / mass, 1.0 / inertia);
-    if blocked == 0 {
+    if blocked == 0 && lambda == 0.0 {
+        // no damping (bit-identical to damp() with λ = 0, which multiplies by 1)
+        *vel += force * inv_m * dt;
+        *angvel += torque * inv_i * dt;
+    } else if blocked == 0 {
         // the common case, written so the compiler can vectorise it
         for a in 0..3 {
             vel[a] += dt * damp(force[a] * inv_m, vel[a], dt, lambda);
@@ -68,9 +72,11 @@ pub fn leapfrog_one(
 pub fn rotate(q: Quat, theta: V3) -> Quat {
     let t2 = theta.norm_squared();
     let (c, s) = if t2 < 1e-6 {
+        // Horner form with the reciprocals as constants (no division: this runs for every
+        // spinning particle every step)
         (
-            1.0 - t2 / 8.0 + t2 * t2 / 384.0,
-            0.5 - t2 / 48.0 + t2 * t2 / 3840.0,
+            1.0 + t2 * (-0.125 + t2 * (1.0 / 384.0)),
+            0.5 + t2 * (-1.0 / 48.0 + t2 * (1.0 / 3840.0)),
         )
     } else {
         let t = t2.sqrt();

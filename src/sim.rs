@@ -369,7 +369,7 @@ impl Simulation {
             self.wall_pairs.absorb(k, st);
         }
         self.check_conservation()?;
-        self.rebuild_structure();
+        self.rebuild_structure(true);
         for i in 0..n {
             let g = self.ps.gid[i];
             let k = current
@@ -514,13 +514,17 @@ impl Simulation {
         )?;
         self.timers.comm += tc.elapsed();
         self.check_conservation()?;
-        self.rebuild_structure();
+        self.rebuild_structure(false);
         Ok(())
     }
 
     /// The rebuild after migration: re-sort, ghosts, candidate pairs merged with the contact
-    /// histories, force slots, Verlet reference positions.
-    fn rebuild_structure(&mut self) {
+    /// histories, force slots, Verlet reference positions. `restoring`: the histories are
+    /// those of a checkpoint, newer than the positions (every candidate looks for one).
+    fn rebuild_structure(&mut self, restoring: bool) {
+        // Frictional contacts found apart are deleted by the law: only candidates that may
+        // touch look for a history (PairList::merge). CPM links act apart.
+        let near_only = !restoring && self.cpm.is_none();
         self.sort_owned();
         let cell = self.domain.size();
         let tc = Instant::now();
@@ -539,12 +543,16 @@ impl Simulation {
             Vec::new()
         };
         let is_owned = |g: u64| owned.binary_search(&g).is_ok();
-        let lost = self
-            .pairs
-            .merge(&self.cands, |k| is_owned(k.0) || is_owned(k.1));
+        let check = cfg!(debug_assertions);
+        let lost = self.pairs.merge(&self.cands, near_only, check, |k| {
+            is_owned(k.0) || is_owned(k.1)
+        });
+        self.pairs.set_shifts(&ps.image, &cell);
         debug_assert_eq!(lost, 0, "a real contact was not a candidate");
         collide::wall_candidates(ps, &self.walls, self.skin, &mut self.cands);
-        let lost_w = self.wall_pairs.merge(&self.cands, |k| is_owned(k.0));
+        let lost_w = self
+            .wall_pairs
+            .merge(&self.cands, false, check, |k| is_owned(k.0));
         debug_assert_eq!(lost_w, 0, "a real wall contact was not a candidate");
         self.slots.build(
             ps.n_owned,
@@ -619,7 +627,6 @@ impl Simulation {
             self.timers.collide += t0.elapsed().saturating_sub(t_comm);
         }
         let t1 = Instant::now();
-        let cell = self.domain.size();
         let out = self.slots.writer();
         let sl = &self.slots;
         if let Some(st) = &mut self.strainer {
@@ -627,7 +634,7 @@ impl Simulation {
         }
         let (ps, mats, dt) = (&self.ps, &self.materials, self.dt);
         match &self.cpm {
-            None => contact::sphere_pairs(&mut self.pairs, sl, out, ps, mats, &cell, dt),
+            None => contact::sphere_pairs(&mut self.pairs, sl, out, ps, mats, dt),
             Some(c) => {
                 let cs = contact::CpmStep {
                     link_factor: if c.links_created {
@@ -637,7 +644,7 @@ impl Simulation {
                     },
                     max_stretch: 0.5 * self.skin,
                 };
-                contact::cpm_pairs(&mut self.pairs, sl, out, ps, &c.mats, &cell, dt, cs)
+                contact::cpm_pairs(&mut self.pairs, sl, out, ps, &c.mats, dt, cs)
             }
         }
         contact::wall_pairs(

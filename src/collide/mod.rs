@@ -9,7 +9,7 @@
 use crate::contact::geom::branch;
 use crate::contact::store::Candidate;
 use crate::contact::Wall;
-use crate::particles::Particles;
+use crate::particles::{Particles, BLOCK_ALL};
 use crate::V3;
 use rayon::prelude::*;
 
@@ -21,13 +21,24 @@ const CHUNK: usize = 1024;
 pub struct CellGrid {
     cell_of: Vec<u32>,
     start: Vec<u32>,
+    /// Particle index of each binned entry, in cell order.
     items: Vec<u32>,
+    /// Binned position (image-shifted) and radius of each entry, in cell order: the search
+    /// streams these instead of gathering `pos`, `image` and `radius` particle by particle.
+    xr: Vec<[f64; 4]>,
     fill: Vec<u32>,
     chunks: Vec<Vec<Candidate>>,
     lo: V3,
     h: f64,
     dims: [usize; 3],
 }
+
+/// Relative margin on squared distances in the candidate and near tests. The search measures
+/// image-shifted coordinates, which may differ from the exact branch vector ([`branch`]) by
+/// round-off; the margin makes every pair that the exact test accepts a candidate (and every
+/// touching pair "near") on any rank layout. Extra pairs at the margin are harmless: they
+/// cannot touch before the next rebuild.
+const MARGIN: f64 = 1.0 + 1e-9;
 
 impl CellGrid {
     fn cell_coords(&self, x: &V3) -> [usize; 3] {
@@ -88,10 +99,15 @@ impl CellGrid {
         }
         self.items.clear();
         self.items.resize(n, 0);
+        self.xr.clear();
+        self.xr.resize(n, [0.0; 4]);
         self.fill.clear();
         self.fill.extend_from_slice(&self.start);
         for (p, &c) in self.cell_of.iter().enumerate() {
-            self.items[self.fill[c as usize] as usize] = p as u32;
+            let s = self.fill[c as usize] as usize;
+            let x = image_pos(ps, p, cell);
+            self.items[s] = p as u32;
+            self.xr[s] = [x.x, x.y, x.z, ps.radius[p]];
             self.fill[c as usize] += 1;
         }
     }
@@ -114,9 +130,25 @@ fn image_pos(ps: &Particles, i: usize, cell: &V3) -> V3 {
     }
 }
 
+/// The candidate for particles a and b (local indices), particle 1 = the lower gid.
+#[inline]
+fn candidate(ps: &Particles, a: usize, b: usize, near: bool) -> Candidate {
+    let (ga, gb) = (ps.gid[a], ps.gid[b]);
+    let (i, j) = if ga < gb { (a, b) } else { (b, a) };
+    Candidate {
+        key: (ps.gid[i], ps.gid[j]),
+        i: i as u32,
+        j: j as u32,
+        near,
+    }
+}
+
 /// Candidate pairs among `ps` with gap < `skin`: every owned–owned pair once and every
-/// owned–ghost pair, sorted by key (gid1 < gid2; particle 1 = lower gid). Pairs of two
-/// particles with all DOFs blocked are skipped (they can exert nothing on anything).
+/// owned–ghost pair, grouped by the pair's lower local index in index (space-filling curve)
+/// order — the order the contact loop wants, so no sort is needed. Particle 1 of each
+/// candidate has the lower gid; `near` marks pairs that may touch now (gap ≤ 0, with
+/// [`MARGIN`]). Pairs of two particles with all DOFs blocked are skipped (they can exert
+/// nothing on anything).
 pub fn sphere_candidates(
     ps: &Particles,
     skin: f64,
@@ -134,7 +166,7 @@ pub fn sphere_candidates(
     chunks.par_iter_mut().enumerate().for_each(|(c, buf)| {
         buf.clear();
         for i in c * CHUNK..((c + 1) * CHUNK).min(n_owned) {
-            neighbours_of(ps, g, i, skin, cell, buf);
+            neighbours_of(ps, g, i, skin, buf);
         }
     });
     out.clear();
@@ -142,54 +174,36 @@ pub fn sphere_candidates(
         out.extend_from_slice(c);
     }
     grid.chunks = chunks;
-    out.par_sort_unstable();
 }
 
-fn neighbours_of(
-    ps: &Particles,
-    g: &CellGrid,
-    i: usize,
-    skin: f64,
-    cell: &V3,
-    buf: &mut Vec<Candidate>,
-) {
-    let c = g.cell_coords(&ps.pos[i]);
-    let (gi, ri) = (ps.gid[i], ps.radius[i]);
-    let fixed_i = ps.blocked[i] == crate::particles::BLOCK_ALL;
+/// Candidates of owned particle i with every particle of higher local index (owned–owned
+/// pairs once; ghosts come after the owned particles, so owned–ghost pairs are all found
+/// here). The three cells along x of each (y, z) row are contiguous in the binned arrays.
+fn neighbours_of(ps: &Particles, g: &CellGrid, i: usize, skin: f64, buf: &mut Vec<Candidate>) {
+    let xi = ps.pos[i]; // owned: image 0
+    let c = g.cell_coords(&xi);
+    let ri = ps.radius[i];
+    let fixed_i = ps.blocked[i] == BLOCK_ALL;
     let lo = |a: usize| c[a].saturating_sub(1);
     let hi = |a: usize| (c[a] + 1).min(g.dims[a] - 1);
     for cz in lo(2)..=hi(2) {
         for cy in lo(1)..=hi(1) {
-            for cx in lo(0)..=hi(0) {
-                let k = g.index([cx, cy, cz]);
-                for &j in &g.items[g.start[k] as usize..g.start[k + 1] as usize] {
-                    let j = j as usize;
-                    let gj = ps.gid[j];
-                    // Owned–owned pairs once (from the lower gid); owned–ghost from the owned side.
-                    if j == i || (j < ps.n_owned && gj < gi) {
-                        continue;
-                    }
-                    if fixed_i && ps.blocked[j] == crate::particles::BLOCK_ALL {
-                        continue;
-                    }
-                    let l = branch(ps.pos[i], ps.pos[j], ps.image[i], ps.image[j], cell);
-                    let reach = ri + ps.radius[j] + skin;
-                    if l.norm_squared() < reach * reach {
-                        buf.push(if gi < gj {
-                            Candidate {
-                                key: (gi, gj),
-                                i: i as u32,
-                                j: j as u32,
-                            }
-                        } else {
-                            Candidate {
-                                key: (gj, gi),
-                                i: j as u32,
-                                j: i as u32,
-                            }
-                        });
-                    }
+            let k0 = g.index([lo(0), cy, cz]);
+            let k1 = g.index([hi(0), cy, cz]);
+            let (s0, s1) = (g.start[k0] as usize, g.start[k1 + 1] as usize);
+            for (s, xr) in g.xr[s0..s1].iter().enumerate() {
+                let d = [xr[0] - xi.x, xr[1] - xi.y, xr[2] - xi.z];
+                let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                let touch = ri + xr[3];
+                let reach = touch + skin;
+                if d2 >= reach * reach * MARGIN {
+                    continue;
                 }
+                let j = g.items[s0 + s] as usize;
+                if j <= i || (fixed_i && ps.blocked[j] == BLOCK_ALL) {
+                    continue;
+                }
+                buf.push(candidate(ps, i, j, d2 <= touch * touch * MARGIN));
             }
         }
     }
@@ -207,6 +221,7 @@ pub fn wall_candidates(ps: &Particles, walls: &[Wall], skin: f64, out: &mut Vec<
                     key: (ps.gid[i], w as u64),
                     i: i as u32,
                     j: w as u32,
+                    near: true,
                 });
             }
         }
@@ -214,27 +229,21 @@ pub fn wall_candidates(ps: &Particles, walls: &[Wall], skin: f64, out: &mut Vec<
     out.sort_unstable_by_key(|c| c.key);
 }
 
-/// Brute-force reference of [`sphere_candidates`] (tests only; O(n²)).
+/// Brute-force reference of [`sphere_candidates`] (tests only; O(n²)), with the exact branch
+/// vector; sorted (compare with a sorted [`sphere_candidates`] list).
 pub fn brute_force_candidates(ps: &Particles, skin: f64, cell: &V3) -> Vec<Candidate> {
     let mut out = Vec::new();
     for i in 0..ps.n_owned {
-        for j in 0..ps.len() {
-            if j == i || (j < ps.n_owned && ps.gid[j] < ps.gid[i]) {
+        for j in i + 1..ps.len() {
+            if ps.blocked[i] == BLOCK_ALL && ps.blocked[j] == BLOCK_ALL {
                 continue;
             }
             let l = branch(ps.pos[i], ps.pos[j], ps.image[i], ps.image[j], cell);
-            let reach = ps.radius[i] + ps.radius[j] + skin;
-            if l.norm_squared() < reach * reach {
-                let (a, b) = if ps.gid[i] < ps.gid[j] {
-                    (i, j)
-                } else {
-                    (j, i)
-                };
-                out.push(Candidate {
-                    key: (ps.gid[a], ps.gid[b]),
-                    i: a as u32,
-                    j: b as u32,
-                });
+            let touch = ps.radius[i] + ps.radius[j];
+            let reach = touch + skin;
+            let d2 = l.norm_squared();
+            if d2 < reach * reach * MARGIN {
+                out.push(candidate(ps, i, j, d2 <= touch * touch * MARGIN));
             }
         }
     }
@@ -267,6 +276,16 @@ mod tests {
         ps
     }
 
+    /// The grid's list comes grouped by the lower local index, ascending, with particle 1 the
+    /// lower gid.
+    fn check_grouped(ps: &Particles, out: &[Candidate]) {
+        let lo = |c: &Candidate| c.i.min(c.j);
+        assert!(out.windows(2).all(|w| lo(&w[0]) <= lo(&w[1])));
+        assert!(out
+            .iter()
+            .all(|c| ps.gid[c.i as usize] < ps.gid[c.j as usize]));
+    }
+
     #[test]
     fn grid_equals_brute_force_on_random_clouds() {
         for (seed, skin) in [(1u64, 0.0), (2, 0.3), (3, 1.0), (4, 0.05)] {
@@ -275,8 +294,12 @@ mod tests {
             let mut out = Vec::new();
             let cell = V3::repeat(1.0);
             sphere_candidates(&ps, skin, &cell, &mut grid, &mut out);
+            check_grouped(&ps, &out);
+            out.sort_unstable();
             let bf = brute_force_candidates(&ps, skin, &cell);
             assert!(!bf.is_empty());
+            assert!(bf.iter().any(|c| c.near));
+            assert!(skin == 0.0 || bf.iter().any(|c| !c.near));
             assert_eq!(out, bf, "seed {seed} skin {skin}");
         }
     }
@@ -294,6 +317,8 @@ mod tests {
             assert!(ps.n_ghosts() > 50);
             let (mut grid, mut out) = (CellGrid::default(), Vec::new());
             sphere_candidates(&ps, skin, &d.size(), &mut grid, &mut out);
+            check_grouped(&ps, &out);
+            out.sort_unstable();
             let bf = brute_force_candidates(&ps, skin, &d.size());
             assert!(bf
                 .iter()
@@ -316,6 +341,7 @@ mod tests {
         let mut out = Vec::new();
         sphere_candidates(&ps, 0.1, &V3::repeat(1.0), &mut grid, &mut out);
         assert!(grid.start.len() < 1000);
+        out.sort_unstable();
         assert_eq!(out, brute_force_candidates(&ps, 0.1, &V3::repeat(1.0)));
     }
 }

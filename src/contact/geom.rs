@@ -6,7 +6,7 @@ use crate::V3;
 /// Branch vector l = (x2 − x1) + H (c2 − c1) for an orthogonal periodic cell of edge lengths
 /// `cell` (digest A11.2, Part D): the integer image difference is formed first and the shift
 /// added last, so every rank evaluates it bit-identically whichever copy is the ghost.
-#[inline]
+#[inline(always)]
 pub fn branch(x1: V3, x2: V3, c1: [i32; 3], c2: [i32; 3], cell: &V3) -> V3 {
     let dc = [c2[0] - c1[0], c2[1] - c1[1], c2[2] - c1[2]];
     let mut l = x2 - x1;
@@ -23,7 +23,7 @@ pub fn branch(x1: V3, x2: V3, c1: [i32; 3], c2: [i32; 3], cell: &V3) -> V3 {
 /// Velocity of the material point of 2 relative to that of 1 at the contact point, with lever
 /// arms d1 n (from 1) and −d2 n (from 2) (digest A4.3 step 2):
 /// v12 = (v2 + ω2 × (−d2 n)) − (v1 + ω1 × (d1 n)).
-#[inline]
+#[inline(always)]
 pub fn relative_velocity(v1: V3, w1: V3, d1: f64, v2: V3, w2: V3, d2: f64, n: V3) -> V3 {
     (v2 - w2.cross(&n) * d2) - (v1 + w1.cross(&n) * d1)
 }
@@ -33,7 +33,7 @@ pub fn relative_velocity(v1: V3, w1: V3, d1: f64, v2: V3, w2: V3, d2: f64, n: V3
 /// −u × (n_old × n) and the mean twist −u × (Δt/2 (n·(ω1+ω2)) n), then re-projected onto the
 /// plane ⟂ n and rescaled to its length before rotation so that a rigid rotation of the pair
 /// keeps |u_T| exactly (the rotation terms are first order only).
-#[inline]
+#[inline(always)]
 pub fn rotate_shear(u: V3, n_old: V3, n: V3, twist: f64, dt: f64) -> V3 {
     let len0 = u.norm_squared();
     if len0 == 0.0 {

@@ -108,6 +108,9 @@ pub struct Candidate {
     pub key: (u64, u64),
     pub i: u32,
     pub j: u32,
+    /// The pair may touch now (gap ≤ 0 up to round-off): only such a pair can carry a contact
+    /// history on into the next step (a frictional contact found apart is deleted by its law).
+    pub near: bool,
 }
 
 /// Pairs sorted by key with their history and this step's forces.
@@ -124,21 +127,26 @@ pub struct PairList {
     pub active: Vec<bool>,
     pub state: Vec<ContactState>,
     /// The pair was touching at the last rebuild, so it is stored in the leading group (see
-    /// [`Self::locality_order`]). Checkpointed: a restart must rebuild the same pair order,
+    /// [`Self::merge`]). Checkpointed: a restart must rebuild the same pair order,
     /// since default-mode force sums follow it.
     pub leading: Vec<bool>,
     /// Restart: the keys that led at the checkpointed run's last rebuild (sorted); used by the
     /// next merge instead of the histories present.
     lead_keys: Option<Vec<(u64, u64)>>,
+    /// Periodic image shift of each pair: 0 = both copies in the same image, else an index
+    /// into `shifts` (set at each rebuild by [`Self::set_shifts`]; the images of the copies
+    /// change only then).
+    pub shift: Vec<u8>,
+    /// H (c₂ − c₁) of each shift code (`shifts[0]` = 0).
+    pub shifts: Vec<V3>,
+    shift_dc: Vec<[i32; 3]>,
     lead: Vec<bool>,
     scratch_active: Vec<bool>,
     scratch_key: Vec<(u64, u64)>,
     scratch_state: Vec<ContactState>,
     scratch_idx: Vec<u32>,
-    order: Vec<u32>,
     touching: Vec<((u64, u64), u32)>,
-    bucket_start: Vec<u32>,
-    bucket_fill: Vec<u32>,
+    scratch_keys: Vec<(u64, u64)>,
 }
 
 impl PairList {
@@ -159,6 +167,38 @@ impl PairList {
             .count()
     }
 
+    /// Give every pair the code of its periodic image shift H (c₂ − c₁) (thesis §2.3, digest
+    /// A11.2), `image` being the particles' image offsets and `cell` the cell's edge lengths,
+    /// so that the contact loop loads one byte per pair instead of both particles' images.
+    /// The shift is formed exactly as [`crate::contact::geom::branch`] forms it (same bits).
+    pub fn set_shifts(&mut self, image: &[[i32; 3]], cell: &V3) {
+        self.shift_dc.clear();
+        self.shift_dc.push([0; 3]);
+        self.shifts.clear();
+        self.shifts.push(V3::zeros());
+        self.shift.clear();
+        for (&i, &j) in self.i.iter().zip(&self.j) {
+            let (c1, c2) = (image[i as usize], image[j as usize]);
+            let dc = [c2[0] - c1[0], c2[1] - c1[1], c2[2] - c1[2]];
+            let code = match self.shift_dc.iter().position(|&d| d == dc) {
+                Some(c) => c,
+                None => {
+                    self.shift_dc.push(dc);
+                    let s = V3::new(
+                        dc[0] as f64 * cell.x,
+                        dc[1] as f64 * cell.y,
+                        dc[2] as f64 * cell.z,
+                    );
+                    self.shifts.push(s);
+                    self.shift_dc.len() - 1
+                }
+            };
+            // Images are within ±1 cell of the owner's (halo < cell), so at most 27 codes.
+            assert!(code <= u8::MAX as usize, "more than 255 periodic shifts");
+            self.shift.push(code as u8);
+        }
+    }
+
     /// Restart: the next merge orders the pairs whose key is in `keys` (sorted) first, as the
     /// checkpointed run's last rebuild did.
     pub fn set_leading_keys(&mut self, keys: Vec<(u64, u64)>) {
@@ -176,25 +216,37 @@ impl PairList {
         self.state.push(state);
     }
 
-    /// Replace the pair list by `cands` (sorted by key), keeping the history of every pair that
-    /// touches, then order the pairs for the contact loop (see [`Self::locality_order`]). A key
-    /// may appear twice: a pair across a periodic boundary is found from both owned sides (each
-    /// copy applies the force to its owned particle only, "newton off"); both copies carry
-    /// bit-identical histories, so either old copy serves both. Returns the number of active
-    /// contacts dropped because their pair is no longer a candidate (must be 0 when the skin
-    /// logic is right). `mine(key)` says whether this rank still owns one of the pair's particles
-    /// (a pair whose particles both left is not lost, it migrated).
+    /// Replace the pair list by `cands`, keeping the history of every pair that touches, and
+    /// store touching pairs first, then the others, each group in the order of `cands` (the
+    /// broad phase's: grouped by the lower local index along the space-filling curve). Most
+    /// contacts outlive a rebuild, so their histories stay packed together and are streamed by
+    /// the contact loop rather than fetched one cache line at a time from among the far more
+    /// numerous near-miss candidates.
     ///
-    /// Only touching pairs have a history worth keeping, and they are a small part of the
-    /// candidates (chute: 15 000 of 115 000), so only they are sorted by key and matched; the
-    /// candidates themselves are placed by a counting sort. Sorting the whole old list by key
-    /// and then the whole new list by locality cost ~18 ms per rebuild on chute.
-    pub fn merge(&mut self, cands: &[Candidate], mine: impl Fn((u64, u64)) -> bool) -> usize {
-        debug_assert!(cands.windows(2).all(|w| w[0].key <= w[1].key));
+    /// A key may appear twice: a pair across a periodic boundary is found from both owned sides
+    /// (each copy applies the force to its owned particle only, "newton off"); both copies
+    /// carry bit-identical histories, so either old copy serves both.
+    ///
+    /// `near_only`: only candidates marked `near` look for a history (a frictional contact
+    /// found apart is deleted by its law at the next step anyway): ~15 000 binary searches
+    /// instead of 115 000 on chute. Restarts (histories of the checkpoint step, candidates of
+    /// the last rebuild) and cohesive laws (links act apart) look for all.
+    ///
+    /// `check`: count and return the active contacts dropped because their pair is no longer a
+    /// candidate (must be 0 when the skin logic is right; debug builds check it). `mine(key)`
+    /// says whether this rank still owns one of the pair's particles (a pair whose particles
+    /// both left is not lost, it migrated). Costs a sort of all keys; 0 is returned otherwise.
+    pub fn merge(
+        &mut self,
+        cands: &[Candidate],
+        near_only: bool,
+        check: bool,
+        mine: impl Fn((u64, u64)) -> bool,
+    ) -> usize {
         std::mem::swap(&mut self.key, &mut self.scratch_key);
         std::mem::swap(&mut self.state, &mut self.scratch_state);
         std::mem::swap(&mut self.active, &mut self.scratch_active);
-        // Touching old pairs in key order (duplicates carry equal histories: any order).
+        // Touching old pairs in key order (duplicates carry equal histories: any serves).
         let mut touching = std::mem::take(&mut self.touching);
         touching.clear();
         touching.extend(
@@ -203,107 +255,77 @@ impl PairList {
                 .map(|o| (self.scratch_key[o], o as u32)),
         );
         touching.sort_unstable();
-        // Match them to the candidates: `src[c]` = old pair whose history candidate c takes.
+        let lost = if check {
+            self.count_lost(cands, &touching, &mine)
+        } else {
+            0
+        };
+        // `src[c]` = old pair whose history candidate c takes.
         let mut src = std::mem::take(&mut self.scratch_idx);
         src.clear();
-        src.resize(cands.len(), NONE);
-        let mut t = 0;
-        let mut lost = 0;
-        let mut prev = None;
-        // A touching old pair is lost if no candidate has its key (counted once per key).
-        let is_lost = |t: usize, prev: Option<(u64, u64)>| {
-            let k = touching[t].0;
-            (prev != Some(k) && (t == 0 || touching[t - 1].0 != k) && mine(k)) as usize
-        };
-        for (c, cand) in cands.iter().enumerate() {
-            while t < touching.len() && touching[t].0 < cand.key {
-                lost += is_lost(t, prev);
-                t += 1;
+        src.extend(cands.iter().map(|c| {
+            if near_only && !c.near {
+                return NONE;
             }
-            prev = Some(cand.key);
-            if t < touching.len() && touching[t].0 == cand.key {
-                src[c] = touching[t].1;
+            match touching.binary_search_by_key(&c.key, |t| t.0) {
+                Ok(t) => touching[t].1,
+                Err(_) => NONE,
             }
-        }
-        while t < touching.len() {
-            lost += is_lost(t, prev);
-            t += 1;
-        }
+        }));
         let mut lead = std::mem::take(&mut self.lead);
         lead.clear();
         match self.lead_keys.take() {
             Some(keys) => lead.extend(cands.iter().map(|c| keys.binary_search(&c.key).is_ok())),
             None => lead.extend(src.iter().map(|&o| o != NONE)),
         }
-        let order = self.locality_order(cands, &lead);
         self.key.clear();
         self.i.clear();
         self.j.clear();
         self.active.clear();
         self.state.clear();
         self.leading.clear();
-        for &c in &order {
-            self.leading.push(lead[c as usize]);
-            let (cand, o) = (&cands[c as usize], src[c as usize]);
-            self.key.push(cand.key);
-            self.i.push(cand.i);
-            self.j.push(cand.j);
-            self.active.push(o != NONE);
-            self.state.push(if o != NONE {
-                self.scratch_state[o as usize]
-            } else {
-                ContactState::default()
-            });
+        for group in [true, false] {
+            for (c, cand) in cands.iter().enumerate() {
+                if lead[c] != group {
+                    continue;
+                }
+                let o = src[c];
+                self.leading.push(group);
+                self.key.push(cand.key);
+                self.i.push(cand.i);
+                self.j.push(cand.j);
+                self.active.push(o != NONE);
+                self.state.push(if o != NONE {
+                    self.scratch_state[o as usize]
+                } else {
+                    ContactState::default()
+                });
+            }
         }
-        self.order = order;
         self.lead = lead;
         self.scratch_idx = src;
         self.touching = touching;
         lost
     }
 
-    /// Order in which to store the candidates: touching ones first, then by (smaller local
-    /// index, larger local index). Most contacts outlive a rebuild, so their histories stay
-    /// packed together and are streamed by the contact loop rather than fetched one cache line
-    /// at a time from among the far more numerous near-miss candidates; within each group the
-    /// order follows the particles' (space-filling curve) order. A counting sort on the smaller
-    /// index, then an insertion sort of each (small) bucket by the larger one.
-    fn locality_order(&mut self, cands: &[Candidate], lead: &[bool]) -> Vec<u32> {
-        let lo = |c: &Candidate| c.i.min(c.j) as usize;
-        let hi = |c: usize| cands[c].i.max(cands[c].j);
-        let nb = cands.iter().map(|c| lo(c) + 1).max().unwrap_or(0);
-        let bucket = |c: usize| lo(&cands[c]) + if lead[c] { 0 } else { nb };
-        let start = &mut self.bucket_start;
-        start.clear();
-        start.resize(2 * nb + 1, 0);
-        for c in 0..cands.len() {
-            start[bucket(c) + 1] += 1;
-        }
-        for b in 0..2 * nb {
-            start[b + 1] += start[b];
-        }
-        let mut order = std::mem::take(&mut self.order);
-        order.clear();
-        order.resize(cands.len(), 0);
-        let fill = &mut self.bucket_fill;
-        fill.clear();
-        fill.extend_from_slice(&start[..2 * nb]);
-        for c in 0..cands.len() {
-            let b = bucket(c);
-            order[fill[b] as usize] = c as u32;
-            fill[b] += 1;
-        }
-        for b in 0..2 * nb {
-            let seg = &mut order[start[b] as usize..start[b + 1] as usize];
-            for x in 1..seg.len() {
-                let mut y = x;
-                while y > 0 && hi(seg[y - 1] as usize) > hi(seg[y] as usize) {
-                    seg.swap(y - 1, y);
-                    y -= 1;
-                }
+    /// Touching old pairs (sorted) of this rank whose key no candidate has (each key once).
+    fn count_lost(
+        &mut self,
+        cands: &[Candidate],
+        touching: &[((u64, u64), u32)],
+        mine: impl Fn((u64, u64)) -> bool,
+    ) -> usize {
+        let keys = &mut self.scratch_keys;
+        keys.clear();
+        keys.extend(cands.iter().map(|c| c.key));
+        keys.sort_unstable();
+        let mut lost = 0;
+        for (t, &(k, _)) in touching.iter().enumerate() {
+            if (t == 0 || touching[t - 1].0 != k) && mine(k) && keys.binary_search(&k).is_err() {
+                lost += 1;
             }
         }
-        order
+        lost
     }
 }
 
@@ -319,6 +341,7 @@ mod tests {
             key: (a, b),
             i: a as u32,
             j: b as u32,
+            near: true,
         }
     }
 
@@ -351,14 +374,47 @@ mod tests {
     #[test]
     fn merge_keeps_history_by_key() {
         let mut pl = PairList::default();
-        pl.merge(&[cand(0, 1), cand(0, 2), cand(1, 3)], |_| true);
+        pl.merge(&[cand(0, 1), cand(0, 2), cand(1, 3)], true, true, |_| true);
         pl.active[1] = true;
         pl.state[1].fs = V3::new(1.0, 2.0, 3.0);
         pl.active[2] = true;
-        let lost = pl.merge(&[cand(0, 2), cand(2, 3)], |_| true);
+        let lost = pl.merge(&[cand(0, 2), cand(2, 3)], true, true, |_| true);
         assert_eq!(lost, 1); // (1,3) was active and vanished
         assert_eq!(pl.key, vec![(0, 2), (2, 3)]);
         assert_eq!(pl.state[0].fs, V3::new(1.0, 2.0, 3.0));
         assert!(!pl.active[1]);
+    }
+
+    #[test]
+    fn only_near_candidates_take_a_history_when_asked() {
+        let far = |a, b| Candidate {
+            near: false,
+            ..cand(a, b)
+        };
+        for (near_only, kept) in [(true, false), (false, true)] {
+            let mut pl = PairList::default();
+            pl.merge(&[cand(0, 1), cand(0, 2)], true, true, |_| true);
+            pl.active.iter_mut().for_each(|a| *a = true);
+            pl.state[0].fs = V3::new(1.0, 0.0, 0.0);
+            pl.state[1].fs = V3::new(2.0, 0.0, 0.0);
+            // (0,1) is still close, (0,2) has moved apart
+            let lost = pl.merge(&[cand(0, 1), far(0, 2)], near_only, true, |_| true);
+            assert_eq!(lost, 0);
+            assert_eq!(pl.key, vec![(0, 1), (0, 2)]);
+            assert!(pl.leading[0] && pl.active[0]);
+            assert_eq!(pl.state[0].fs.x, 1.0);
+            assert_eq!(pl.active[1], kept);
+            assert_eq!(pl.leading[1], kept);
+        }
+    }
+
+    #[test]
+    fn touching_pairs_lead_in_candidate_order() {
+        let mut pl = PairList::default();
+        pl.merge(&[cand(0, 1), cand(0, 2), cand(1, 2)], true, true, |_| true);
+        pl.active[2] = true; // (1,2)
+        pl.merge(&[cand(0, 1), cand(0, 2), cand(1, 2)], true, true, |_| true);
+        assert_eq!(pl.key, vec![(1, 2), (0, 1), (0, 2)]);
+        assert_eq!(pl.leading, vec![true, false, false]);
     }
 }

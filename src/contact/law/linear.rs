@@ -15,7 +15,7 @@ use crate::V3;
 /// * Shear: the stored shear force is carried with the contact frame, then incremented by
 ///   K_T Δt v12⊥ (demhpc sign, digest A13 row 4: friction on 1 follows 2's sliding) and returned
 ///   radially to |F_T| ≤ |F_N^el| tan φ (Coulomb, eq. 2.48).
-#[inline]
+#[inline(always)]
 pub fn cundall_strack(st: &mut ContactState, n: V3, u_n: f64, v12: V3, twist: f64, dt: f64) -> V3 {
     let p = st.phys;
     let vn = n.dot(&v12);
