@@ -1,12 +1,15 @@
-//! Force assembly: each owned particle sums its contacts' forces in partner-gid order, then its
-//! wall contacts in wall order (an ordered gather); the integrator adds gravity.
+//! Force assembly, two ways (ARCHITECTURE.md "Force assembly"); the integrator adds gravity.
 //!
-//! This replaces the thesis' per-thread ForceContainer (§7.4.4) — chunked accumulators reduced
-//! in a fixed order — with something stricter and no slower on few cores: the contact loop
-//! writes each pair's force into one slot per owned particle, and each particle sums its slots
-//! in an order that depends on gids alone. The result is bit-identical for any thread count, any particle ordering and (with
-//! ghosts computed bit-identically) any rank count, which is what reproducible mode needs
-//! (ARCHITECTURE.md "Reproducibility"). No atomics, no locks.
+//! * Slots (reproducible mode, and default mode beyond [`MAX_ACC_TASKS`] threads): the contact
+//!   loop writes each pair's force into one slot per owned particle, and each particle sums its
+//!   slots in partner-gid order, then its wall slots in wall order. The result is bit-identical
+//!   for any thread count, any particle ordering and (with ghosts computed bit-identically) any
+//!   rank count, which is what reproducible mode needs (ARCHITECTURE.md "Reproducibility").
+//! * Per-task accumulators (default mode, up to [`MAX_ACC_TASKS`] threads): the thesis'
+//!   per-thread ForceContainer (§7.4.4) with tasks fixed at the rebuild, summed in task order:
+//!   bit-identical for a given ranks × threads layout.
+//!
+//! No atomics, no locks.
 
 use crate::contact::store::PairList;
 use crate::V3;
@@ -30,11 +33,16 @@ pub struct ForceSlots {
     /// Slot of each wall pair's sphere.
     pub wall_slot: Vec<u32>,
     buf: Vec<Slot>,
-    /// Default mode on one thread: an accumulator per owned particle instead of pair slots
-    /// (the thesis' ForceContainer, §7.4.4, with a single container): `acc[p]` sums the forces
-    /// on p in pair-list order. Bit-identical for a given ranks × threads layout, not across
+    /// Default mode with at most [`MAX_ACC_TASKS`] threads: per-task accumulators instead of
+    /// pair slots (the thesis' ForceContainer, §7.4.4): task t adds the forces of its pairs
+    /// into `acc[t·n_owned + p]` in pair-list order, and the gather sums particle p's
+    /// accumulators in task order. Bit-identical for a given ranks × threads layout, not across
     /// layouts; reproducible mode keeps the slots.
     acc: Vec<Slot>,
+    /// Accumulator mode: number of tasks (the rayon thread count at the rebuild) and each
+    /// task's two pair ranges, [leading part, trailing part] (see [`Self::task_ranges`]).
+    n_tasks: usize,
+    ranges: Vec<[std::ops::Range<usize>; 2]>,
     /// Accumulator mode: each pair's force on particle 1 (the slots hold it otherwise).
     pair_f: Vec<V3>,
     accumulate: bool,
@@ -42,6 +50,22 @@ pub struct ForceSlots {
     fill: Vec<u32>,
     /// (partner gid, pair·2 + side) per slot, for ordering.
     entries: Vec<(u64, u32)>,
+}
+
+/// Most threads for which the default mode accumulates per task: the gather reads one
+/// accumulator per task and particle, which beyond a few tasks costs more than the slots.
+pub const MAX_ACC_TASKS: usize = 4;
+
+/// Task t of `tasks`' share of a pair list whose first `n_lead` pairs (of `n`) form the leading
+/// group (touching at the rebuild, the expensive ones): an equal part of each group, so the
+/// tasks get equal work.
+fn task_ranges(t: usize, tasks: usize, n_lead: usize, n: usize) -> [std::ops::Range<usize>; 2] {
+    let part = |len: usize, k: usize| len * k / tasks;
+    let n_trail = n - n_lead;
+    [
+        part(n_lead, t)..part(n_lead, t + 1),
+        n_lead + part(n_trail, t)..n_lead + part(n_trail, t + 1),
+    ]
 }
 
 /// Count slots per owned particle into `start` (CSR offsets).
@@ -68,10 +92,11 @@ impl ForceSlots {
     /// slots' fine-grained chunks balance better, measured). The pair-list order is rebuilt
     /// identically after a restart (`PairList::leading` is checkpointed).
     pub fn build(&mut self, n_owned: usize, pairs: &PairList, walls: &PairList, fast: bool) {
-        let accumulate = fast && rayon::current_num_threads() == 1;
+        let tasks = rayon::current_num_threads();
+        let accumulate = fast && tasks <= MAX_ACC_TASKS;
         self.accumulate = accumulate;
         if accumulate {
-            self.build_accumulators(n_owned, pairs);
+            self.build_accumulators(n_owned, pairs, tasks);
             self.build_walls(n_owned, walls);
             return;
         }
@@ -106,12 +131,17 @@ impl ForceSlots {
         self.build_walls(n_owned, walls);
     }
 
-    /// Accumulator mode: one accumulator per owned particle, zero; no pair slots (empty
+    /// Accumulator mode: `tasks` accumulators per owned particle, zero; no pair slots (empty
     /// ranges in `start`, so the gather finds only the wall slots there).
-    fn build_accumulators(&mut self, n_owned: usize, pairs: &PairList) {
+    fn build_accumulators(&mut self, n_owned: usize, pairs: &PairList, tasks: usize) {
         let n_pairs = pairs.len();
+        self.n_tasks = tasks;
         self.acc.clear();
-        self.acc.resize(n_owned, [V3::zeros(); 2]);
+        self.acc.resize(tasks * n_owned, [V3::zeros(); 2]);
+        let n_lead = pairs.leading.iter().take_while(|&&l| l).count();
+        self.ranges.clear();
+        self.ranges
+            .extend((0..tasks).map(|t| task_ranges(t, tasks, n_lead, n_pairs)));
         self.start.clear();
         self.start.resize(n_owned + 1, 0);
         self.pair_slot.clear();
@@ -157,6 +187,7 @@ impl ForceSlots {
                 true => self.acc.as_mut_ptr(),
                 false => std::ptr::null_mut(),
             },
+            n_acc: self.acc.len(),
             n_owned,
             pair_f: self.pair_f.as_mut_ptr(),
             n_pair_f: self.pair_f.len(),
@@ -177,13 +208,16 @@ impl ForceSlots {
             wall_buf,
             acc,
             accumulate,
+            n_tasks,
             ..
         } = self;
         Gather {
+            n_acc: acc.len(),
             acc: match accumulate {
                 true => acc.as_mut_ptr(),
                 false => std::ptr::null_mut(),
             },
+            n_tasks: *n_tasks,
             n_owned: start.len().saturating_sub(1),
             start,
             buf,
@@ -197,6 +231,14 @@ impl ForceSlots {
     #[inline]
     pub fn contact_sum(&self, p: usize) -> (V3, V3) {
         slot_sum(&self.start, &self.buf, &self.wall_start, &self.wall_buf, p)
+    }
+
+    /// Accumulator mode: the pair ranges of each task (empty otherwise).
+    pub fn task_ranges(&self) -> &[[std::ops::Range<usize>; 2]] {
+        match self.accumulate {
+            true => &self.ranges,
+            false => &[],
+        }
     }
 
     /// Force on particle 1 of sphere pair `k` (zero if particle 1 is a ghost).
@@ -241,6 +283,8 @@ fn slot_sum(
 /// taken by one task: the writes are disjoint, like the slot writes).
 pub struct Gather<'a> {
     acc: *mut Slot,
+    n_acc: usize,
+    n_tasks: usize,
     n_owned: usize,
     start: &'a [u32],
     buf: &'a [Slot],
@@ -260,13 +304,15 @@ impl Gather<'_> {
     pub fn take(&self, p: usize) -> (V3, V3) {
         let (mut f, mut t) = slot_sum(self.start, self.buf, self.wall_start, self.wall_buf, p);
         if !self.acc.is_null() {
-            assert!(p < self.n_owned);
-            // SAFETY: p < n_owned, the accumulator buffer's length; particle p's entry is used
-            // by this call alone (type docs).
-            let a = unsafe { &mut *self.acc.add(p) };
-            f += a[0];
-            t += a[1];
-            *a = [V3::zeros(); 2];
+            assert!(p < self.n_owned && self.n_tasks * self.n_owned <= self.n_acc);
+            for task in 0..self.n_tasks {
+                // SAFETY: in bounds (checked above); particle p's entries are used by this
+                // call alone (type docs).
+                let a = unsafe { &mut *self.acc.add(task * self.n_owned + p) };
+                f += a[0];
+                t += a[1];
+                *a = [V3::zeros(); 2];
+            }
         }
         (f, t)
     }
@@ -283,8 +329,9 @@ impl Gather<'_> {
 pub struct SlotWriter {
     pairs: *mut Slot,
     n_pairs: usize,
-    /// Accumulator mode (null otherwise): one accumulator per owned particle.
+    /// Accumulator mode (null otherwise): per task, one accumulator per owned particle.
     acc: *mut Slot,
+    n_acc: usize,
     n_owned: usize,
     pair_f: *mut V3,
     n_pair_f: usize,
@@ -309,21 +356,25 @@ impl SlotWriter {
         }
     }
 
-    /// Accumulator mode: add pair k's result to the accumulators: +F, T1 on particle i, −F, T2
-    /// on particle j (owned sides only); remember F. Called from one thread (the accumulator
-    /// mode runs only with one thread per rank).
+    /// Accumulator mode: add pair k's result to task `task`'s accumulators: +F, T1 on
+    /// particle i, −F, T2 on particle j (owned sides only); remember F. Each task is run by one
+    /// thread at a time and owns its accumulators; pair k belongs to one task.
     #[inline]
-    pub fn accumulate(&self, k: usize, i: usize, j: usize, f: V3, t1: V3, t2: V3) {
+    #[allow(clippy::too_many_arguments)]
+    pub fn accumulate(&self, task: usize, k: usize, i: usize, j: usize, f: V3, t1: V3, t2: V3) {
         assert!(k < self.n_pair_f);
         // Like a slot: the force on particle 1 if it is owned here, else zero.
         let f1 = if i < self.n_owned { f } else { V3::zeros() };
-        // SAFETY: in bounds (checked); one thread writes (see above).
+        // SAFETY: in bounds (checked); pair k is written by its task only (see above).
         unsafe { *self.pair_f.add(k) = f1 };
+        let base = task * self.n_owned;
         for (p, v) in [(i, [f, t1]), (j, [-f, t2])] {
             if p < self.n_owned {
-                // SAFETY: p < n_owned, the accumulator buffer's length; one thread writes.
+                assert!(base + p < self.n_acc);
+                // SAFETY: in bounds (checked); task `task`'s accumulators are written by the
+                // thread running that task only.
                 unsafe {
-                    let s = &mut *self.acc.add(p);
+                    let s = &mut *self.acc.add(base + p);
                     s[0] += v[0];
                     s[1] += v[1];
                 }

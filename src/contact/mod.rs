@@ -84,7 +84,7 @@ fn pair_loop<L>(
 {
     let (ii, jj, code, shifts) = (&pairs.i, &pairs.j, &pairs.shift, &pairs.shifts);
     let (pos, radius) = (&ps.pos[..], &ps.radius[..]);
-    let chunk = |base: usize, act: &mut [bool], st: &mut [ContactState]| {
+    let chunk = |task: usize, base: usize, act: &mut [bool], st: &mut [ContactState]| {
         for k in 0..st.len() {
             let (i, j) = (ii[base + k] as usize, jj[base + k] as usize);
             let b = branch_at(pos, radius, shifts, code[base + k], i, j);
@@ -102,14 +102,32 @@ fn pair_loop<L>(
                 continue;
             }
             match out.accumulating() {
-                true => out.accumulate(base + k, i, j, r.f, r.t1, r.t2),
+                true => out.accumulate(task, base + k, i, j, r.f, r.t1, r.t2),
                 false => out.pair(slots.pair_slot[base + k], r.f, r.t1, r.t2),
             }
         }
     };
     if out.accumulating() {
-        // one thread per rank (ForceSlots::build): the pairs in list order
-        chunk(0, &mut pairs.active, &mut pairs.state);
+        // Per-task accumulators (ForceSlots::build): each task runs its two pair ranges in
+        // list order.
+        let ranges = slots.task_ranges();
+        if ranges.len() == 1 {
+            chunk(0, 0, &mut pairs.active, &mut pairs.state);
+            return;
+        }
+        let pp = PairsPtr {
+            act: pairs.active.as_mut_ptr(),
+            st: pairs.state.as_mut_ptr(),
+            n: pairs.len(),
+        };
+        ranges.par_iter().enumerate().for_each(|(task, rs)| {
+            for r in rs {
+                // SAFETY: the tasks' ranges are disjoint (they partition the list,
+                // `forces::task_ranges`), so no element is reached twice.
+                let (act, st) = unsafe { pp.range(r.clone()) };
+                chunk(task, r.start, act, st);
+            }
+        });
         return;
     }
     pairs
@@ -117,8 +135,36 @@ fn pair_loop<L>(
         .par_chunks_mut(CHUNK)
         .zip(pairs.state.par_chunks_mut(CHUNK))
         .enumerate()
-        .for_each(|(c, (act, st))| chunk(c * CHUNK, act, st));
+        .for_each(|(c, (act, st))| chunk(0, c * CHUNK, act, st));
 }
+
+/// The pair list's contact flags and histories, shared by the accumulator tasks (each touches
+/// its own ranges only).
+#[derive(Clone, Copy)]
+struct PairsPtr {
+    act: *mut bool,
+    st: *mut ContactState,
+    n: usize,
+}
+
+impl PairsPtr {
+    /// The flags and histories of pairs `r`.
+    ///
+    /// # Safety
+    /// No other live reference may reach these elements (the caller hands out disjoint ranges).
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn range(&self, r: std::ops::Range<usize>) -> (&mut [bool], &mut [ContactState]) {
+        assert!(r.start <= r.end && r.end <= self.n);
+        (
+            std::slice::from_raw_parts_mut(self.act.add(r.start), r.len()),
+            std::slice::from_raw_parts_mut(self.st.add(r.start), r.len()),
+        )
+    }
+}
+
+// SAFETY: see the use in `pair_loop`: disjoint ranges per task.
+unsafe impl Send for PairsPtr {}
+unsafe impl Sync for PairsPtr {}
 
 /// [`Branch`] of pair (i, j) whose periodic image shift is `shifts[code]` (code 0: the same
 /// image; [`PairList::set_shifts`]). Bit-identical to [`geom::branch`]: the shift
