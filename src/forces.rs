@@ -258,6 +258,7 @@ impl ForceSlots {
     }
 }
 
+#[inline(always)]
 fn slot_sum(
     start: &[u32],
     buf: &[Slot],
@@ -305,13 +306,17 @@ impl Gather<'_> {
         let (mut f, mut t) = slot_sum(self.start, self.buf, self.wall_start, self.wall_buf, p);
         if !self.acc.is_null() {
             assert!(p < self.n_owned && self.n_tasks * self.n_owned <= self.n_acc);
-            for task in 0..self.n_tasks {
+            let mut add = |task: usize| {
                 // SAFETY: in bounds (checked above); particle p's entries are used by this
                 // call alone (type docs).
                 let a = unsafe { &mut *self.acc.add(task * self.n_owned + p) };
                 f += a[0];
                 t += a[1];
                 *a = [V3::zeros(); 2];
+            };
+            match self.n_tasks {
+                1 => add(0), // one thread per rank: the common MPI layout
+                n => (0..n).for_each(add),
             }
         }
         (f, t)
