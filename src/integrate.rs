@@ -88,7 +88,7 @@ pub fn rotate(q: Quat, theta: V3) -> Quat {
 }
 
 /// Assemble the force on every owned particle (`contacts(p)` gives the contact force and
-/// torque, gravity m g is added last), store it in `force`/`torque`, and integrate — one pass
+/// torque, gravity m g is added last), store the force in `force`, and integrate — one pass
 /// over the particles. Returns the largest squared displacement from `reference` (the
 /// positions at the last rebuild), for the Verlet trigger.
 pub fn leapfrog<F>(
@@ -110,16 +110,14 @@ where
         .zip(ps.angvel[..n].par_chunks_mut(CHUNK))
         .zip(ps.ori[..n].par_chunks_mut(CHUNK))
         .zip(ps.force[..n].par_chunks_mut(CHUNK))
-        .zip(ps.torque[..n].par_chunks_mut(CHUNK))
         .enumerate()
-        .map(|(c, (((((x, v), w), q), fo), to))| {
+        .map(|(c, ((((x, v), w), q), fo))| {
             let mut dmax: f64 = 0.0;
             for k in 0..x.len() {
                 let p = c * CHUNK + k;
                 let (f, t) = contacts(p);
                 let f = f + g * mass[p];
                 fo[k] = f;
-                to[k] = t;
                 leapfrog_one(
                     &mut x[k], &mut v[k], &mut w[k], &mut q[k], f, t, mass[p], inertia[p],
                     blocked[p], dt, lambda,

@@ -34,9 +34,10 @@ pub struct Particles {
     /// Owned particles: how many cell lengths the particle has been wrapped by (unwrapped
     /// position = pos + wrap·L). Ghosts: copy of the source's.
     pub wrap: Vec<[i32; 3]>,
-    /// Total force and torque of the current step (owned particles only; ghosts hold zeros).
+    /// Total force of the current step (owned particles only; ghosts hold zeros), for the time
+    /// series and the strain controller. The torque is not stored: nothing reads it, and the
+    /// integrator streams one array fewer.
     pub force: Vec<V3>,
-    pub torque: Vec<V3>,
     /// Number of owned particles; the rest are ghosts.
     pub n_owned: usize,
 }
@@ -105,7 +106,6 @@ impl Particles {
         self.image.push(p.image);
         self.wrap.push(p.wrap);
         self.force.push(V3::zeros());
-        self.torque.push(V3::zeros());
     }
 
     /// Add an owned particle (only valid while there are no ghosts).
@@ -153,10 +153,9 @@ impl Particles {
         self.image.truncate(n);
         self.wrap.truncate(n);
         self.force.truncate(n);
-        self.torque.truncate(n);
     }
 
-    /// Overwrite particle `i` with `p` (force and torque are reset).
+    /// Overwrite particle `i` with `p` (the force is reset).
     pub fn set(&mut self, i: usize, p: &Particle) {
         self.gid[i] = p.gid;
         self.pos[i] = p.pos;
@@ -171,7 +170,6 @@ impl Particles {
         self.image[i] = p.image;
         self.wrap[i] = p.wrap;
         self.force[i] = V3::zeros();
-        self.torque[i] = V3::zeros();
     }
 
     /// Copy the kinematic state (what changes every step) of `src` into ghost `dst`.
@@ -198,7 +196,6 @@ impl Particles {
         apply(&mut self.vel, perm, &mut s.v3s);
         apply(&mut self.angvel, perm, &mut s.v3s);
         apply(&mut self.force, perm, &mut s.v3s);
-        apply(&mut self.torque, perm, &mut s.v3s);
         apply(&mut self.ori, perm, &mut s.quats);
         apply(&mut self.radius, perm, &mut s.f64s);
         apply(&mut self.mass, perm, &mut s.f64s);
