@@ -87,10 +87,110 @@ pub fn rotate(q: Quat, theta: V3) -> Quat {
     Quat::new_unchecked(r * (1.5 - 0.5 * r.norm_squared()))
 }
 
+/// The integrator's view of the owned particles: kinematics and force through raw pointers
+/// (so that the threads of a team can each advance a disjoint range), masses shared. The
+/// particles stay mutably borrowed while the view lives.
+pub struct Advance<'a> {
+    pos: *mut V3,
+    vel: *mut V3,
+    angvel: *mut V3,
+    ori: *mut Quat,
+    force: *mut V3,
+    n: usize,
+    mass: &'a [f64],
+    inertia: &'a [f64],
+    blocked: &'a [u8],
+    reference: &'a [V3],
+    dt: f64,
+    lambda: f64,
+    g: V3,
+}
+
+// SAFETY: the raw pointers are used for disjoint ranges only (`Advance::range`'s contract).
+unsafe impl Send for Advance<'_> {}
+unsafe impl Sync for Advance<'_> {}
+
+impl<'a> Advance<'a> {
+    /// `reference`: positions at the last rebuild; `lambda`: Cundall damping; `g`: gravity.
+    pub fn new(ps: &'a mut Particles, reference: &'a [V3], dt: f64, lambda: f64, g: V3) -> Self {
+        let n = ps.n_owned;
+        assert!(reference.len() >= n);
+        Advance {
+            pos: ps.pos[..n].as_mut_ptr(),
+            vel: ps.vel[..n].as_mut_ptr(),
+            angvel: ps.angvel[..n].as_mut_ptr(),
+            ori: ps.ori[..n].as_mut_ptr(),
+            force: ps.force[..n].as_mut_ptr(),
+            n,
+            mass: &ps.mass[..n],
+            inertia: &ps.inertia[..n],
+            blocked: &ps.blocked[..n],
+            reference,
+            dt,
+            lambda,
+            g,
+        }
+    }
+
+    /// Number of owned particles.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Assemble the force on particles `r` (`contacts(p)` gives the contact force and torque,
+    /// gravity m g is added last), store it in `force` and advance them. Returns the largest
+    /// squared displacement from the reference positions (∞ for NaN).
+    ///
+    /// # Safety
+    /// No other thread may advance an overlapping range at the same time, and nothing else
+    /// may access these particles' kinematics meanwhile.
+    pub unsafe fn range<F>(&self, r: std::ops::Range<usize>, contacts: &F) -> f64
+    where
+        F: Fn(usize) -> (V3, V3),
+    {
+        assert!(r.start <= r.end && r.end <= self.n);
+        let len = r.len();
+        let x = std::slice::from_raw_parts_mut(self.pos.add(r.start), len);
+        let v = std::slice::from_raw_parts_mut(self.vel.add(r.start), len);
+        let w = std::slice::from_raw_parts_mut(self.angvel.add(r.start), len);
+        let q = std::slice::from_raw_parts_mut(self.ori.add(r.start), len);
+        let fo = std::slice::from_raw_parts_mut(self.force.add(r.start), len);
+        let (mass, inertia, blocked) = (self.mass, self.inertia, self.blocked);
+        let mut dmax: f64 = 0.0;
+        for k in 0..len {
+            let p = r.start + k;
+            let (f, t) = contacts(p);
+            let f = f + self.g * mass[p];
+            fo[k] = f;
+            leapfrog_one(
+                &mut x[k],
+                &mut v[k],
+                &mut w[k],
+                &mut q[k],
+                f,
+                t,
+                mass[p],
+                inertia[p],
+                blocked[p],
+                self.dt,
+                self.lambda,
+            );
+            let d = (x[k] - self.reference[p]).norm_squared();
+            // NaN must force a rebuild (where the blow-up is reported), not vanish in max.
+            dmax = dmax.max(if d.is_nan() { f64::INFINITY } else { d });
+        }
+        dmax
+    }
+}
+
 /// Assemble the force on every owned particle (`contacts(p)` gives the contact force and
 /// torque, gravity m g is added last), store the force in `force`, and integrate — one pass
-/// over the particles. Returns the largest squared displacement from `reference` (the
-/// positions at the last rebuild), for the Verlet trigger.
+/// over the particles, rayon over chunks. Returns the largest squared displacement from
+/// `reference` (the positions at the last rebuild), for the Verlet trigger.
 pub fn leapfrog<F>(
     ps: &mut Particles,
     reference: &[V3],
@@ -102,31 +202,13 @@ pub fn leapfrog<F>(
 where
     F: Fn(usize) -> (V3, V3) + Sync,
 {
-    let n = ps.n_owned;
-    let (mass, inertia, blocked) = (&ps.mass, &ps.inertia, &ps.blocked);
-    ps.pos[..n]
-        .par_chunks_mut(CHUNK)
-        .zip(ps.vel[..n].par_chunks_mut(CHUNK))
-        .zip(ps.angvel[..n].par_chunks_mut(CHUNK))
-        .zip(ps.ori[..n].par_chunks_mut(CHUNK))
-        .zip(ps.force[..n].par_chunks_mut(CHUNK))
-        .enumerate()
-        .map(|(c, ((((x, v), w), q), fo))| {
-            let mut dmax: f64 = 0.0;
-            for k in 0..x.len() {
-                let p = c * CHUNK + k;
-                let (f, t) = contacts(p);
-                let f = f + g * mass[p];
-                fo[k] = f;
-                leapfrog_one(
-                    &mut x[k], &mut v[k], &mut w[k], &mut q[k], f, t, mass[p], inertia[p],
-                    blocked[p], dt, lambda,
-                );
-                let d = (x[k] - reference[p]).norm_squared();
-                // NaN must force a rebuild (where the blow-up is reported), not vanish in max.
-                dmax = dmax.max(if d.is_nan() { f64::INFINITY } else { d });
-            }
-            dmax
+    let adv = Advance::new(ps, reference, dt, lambda, g);
+    let n = adv.len();
+    (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            // SAFETY: the chunks are disjoint.
+            unsafe { adv.range(c * CHUNK..((c + 1) * CHUNK).min(n), &contacts) }
         })
         .reduce(|| 0.0, f64::max)
 }

@@ -63,14 +63,89 @@ pub struct Branch {
     pub r2: f64,
 }
 
-/// The pair loop shared by the laws: rayon over fixed chunks of pairs, `law` computing one
-/// pair (it may switch the pair's contact flag); the result goes to the pair's force slots.
-/// Monomorphised per law: the law call is inlined, no dispatch per contact.
-///
-/// A pair that is not in contact and whose distance exceeds `reach_factor` (r₁ + r₂) is
-/// skipped before the law is called: most candidates of the Verlet list (chute: 100 000 of
-/// 115 000) are apart, and for them the step is this distance check alone (measured: the
-/// check inline instead of inside the law cut the candidates' cost by a third).
+/// The pair list as the contact loop sees it: indices and shift codes shared, contact flags
+/// and histories through raw pointers, so that several threads can each run a disjoint range
+/// (the list stays mutably borrowed while the view lives).
+struct PairsView<'a> {
+    i: &'a [u32],
+    j: &'a [u32],
+    code: &'a [u8],
+    shifts: &'a [V3],
+    pp: PairsPtr,
+}
+
+impl<'a> PairsView<'a> {
+    fn new(pairs: &'a mut PairList) -> Self {
+        PairsView {
+            pp: PairsPtr {
+                act: pairs.active.as_mut_ptr(),
+                st: pairs.state.as_mut_ptr(),
+                n: pairs.active.len().min(pairs.state.len()),
+            },
+            i: &pairs.i,
+            j: &pairs.j,
+            code: &pairs.shift,
+            shifts: &pairs.shifts,
+        }
+    }
+
+    /// Run the pairs of range `r` in order: `law` computes one pair (it may switch the pair's
+    /// contact flag); the result goes to the pair's slots or to task `task`'s accumulators.
+    ///
+    /// A pair that is not in contact and whose distance exceeds `reach_factor` (r₁ + r₂) is
+    /// skipped before the law is called (most candidates of the Verlet list are apart: chute,
+    /// 100 000 of 115 000).
+    ///
+    /// # Safety
+    /// No other thread may run an overlapping range at the same time.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn run<L>(
+        &self,
+        r: std::ops::Range<usize>,
+        task: usize,
+        pair_slot: &[[u32; 2]],
+        out: SlotWriter,
+        ps: &Particles,
+        reach_factor: f64,
+        law: &L,
+    ) where
+        L: Fn(&mut bool, &mut ContactState, Branch, usize, usize) -> PairForce,
+    {
+        let (pos, radius) = (&ps.pos[..], &ps.radius[..]);
+        let base = r.start;
+        let (act, st) = self.pp.range(r);
+        for k in 0..st.len() {
+            let (i, j) = (self.i[base + k] as usize, self.j[base + k] as usize);
+            let b = branch_at(pos, radius, self.shifts, self.code[base + k], i, j);
+            let was_active = act[k];
+            if !was_active {
+                let reach = reach_factor * (b.r1 + b.r2);
+                if b.d2 > reach * reach {
+                    // apart, and was: its slot already holds zeros / it adds nothing (the law
+                    // decides the borderline cases)
+                    continue;
+                }
+            }
+            let f = law(&mut act[k], &mut st[k], b, i, j);
+            if !(was_active || act[k]) {
+                continue;
+            }
+            match out.accumulating() {
+                true => out.accumulate(task, base + k, i, j, f.f, f.t1, f.t2),
+                false => out.pair(pair_slot[base + k], f.f, f.t1, f.t2),
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.pp.n
+    }
+}
+
+/// The pair loop shared by the laws (monomorphised per law: the law call is inlined, no
+/// dispatch per contact). Accumulator mode: each task runs its two ranges
+/// ([`ForceSlots::task_ranges`]); slot mode: rayon over fixed chunks of pairs.
 #[inline]
 fn pair_loop<L>(
     pairs: &mut PairList,
@@ -82,60 +157,34 @@ fn pair_loop<L>(
 ) where
     L: Fn(&mut bool, &mut ContactState, Branch, usize, usize) -> PairForce + Sync,
 {
-    let (ii, jj, code, shifts) = (&pairs.i, &pairs.j, &pairs.shift, &pairs.shifts);
-    let (pos, radius) = (&ps.pos[..], &ps.radius[..]);
-    let chunk = |task: usize, base: usize, act: &mut [bool], st: &mut [ContactState]| {
-        for k in 0..st.len() {
-            let (i, j) = (ii[base + k] as usize, jj[base + k] as usize);
-            let b = branch_at(pos, radius, shifts, code[base + k], i, j);
-            let was_active = act[k];
-            if !was_active {
-                let reach = reach_factor * (b.r1 + b.r2);
-                if b.d2 > reach * reach {
-                    // apart, and was: its slot already holds zeros / it adds nothing (the law
-                    // decides the borderline cases)
-                    continue;
-                }
-            }
-            let r = law(&mut act[k], &mut st[k], b, i, j);
-            if !(was_active || act[k]) {
-                continue;
-            }
-            match out.accumulating() {
-                true => out.accumulate(task, base + k, i, j, r.f, r.t1, r.t2),
-                false => out.pair(slots.pair_slot[base + k], r.f, r.t1, r.t2),
-            }
-        }
-    };
+    let v = PairsView::new(pairs);
+    let n = v.len();
     if out.accumulating() {
-        // Per-task accumulators (ForceSlots::build): each task runs its two pair ranges in
-        // list order.
         let ranges = slots.task_ranges();
-        if ranges.len() == 1 {
-            chunk(0, 0, &mut pairs.active, &mut pairs.state);
-            return;
-        }
-        let pp = PairsPtr {
-            act: pairs.active.as_mut_ptr(),
-            st: pairs.state.as_mut_ptr(),
-            n: pairs.len(),
-        };
         ranges.par_iter().enumerate().for_each(|(task, rs)| {
             for r in rs {
                 // SAFETY: the tasks' ranges are disjoint (they partition the list,
-                // `forces::task_ranges`), so no element is reached twice.
-                let (act, st) = unsafe { pp.range(r.clone()) };
-                chunk(task, r.start, act, st);
+                // `forces::task_ranges`).
+                unsafe {
+                    v.run(
+                        r.clone(),
+                        task,
+                        &slots.pair_slot,
+                        out,
+                        ps,
+                        reach_factor,
+                        &law,
+                    )
+                };
             }
         });
         return;
     }
-    pairs
-        .active
-        .par_chunks_mut(CHUNK)
-        .zip(pairs.state.par_chunks_mut(CHUNK))
-        .enumerate()
-        .for_each(|(c, (act, st))| chunk(0, c * CHUNK, act, st));
+    (0..n.div_ceil(CHUNK)).into_par_iter().for_each(|c| {
+        let r = c * CHUNK..((c + 1) * CHUNK).min(n);
+        // SAFETY: the chunks are disjoint.
+        unsafe { v.run(r, 0, &slots.pair_slot, out, ps, reach_factor, &law) };
+    });
 }
 
 /// The pair list's contact flags and histories, shared by the accumulator tasks (each touches
