@@ -459,14 +459,15 @@ fn published_checkpoint_is_complete_while_the_job_runs() {
             t0.elapsed() < Duration::from_secs(60),
             "no second checkpoint"
         );
-        let n = std::fs::read_dir(&dir).map_or(0, |d| {
-            d.filter(|e| {
-                e.as_ref()
-                    .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".h5"))
-            })
-            .count()
-        });
-        if n >= 2 && std::fs::copy(latest(&tmp.0.join("live")), &copy).is_ok() {
+        // Published means named by `latest` (the file itself appears by rename just before the
+        // pointer is updated): wait until it names a checkpoint after the first one.
+        let named = std::fs::read_to_string(dir.join("latest")).unwrap_or_default();
+        let named = named.trim();
+        let first = ckpt(Path::new(""), 300);
+        if !named.is_empty()
+            && Some(std::ffi::OsStr::new(named)) != first.file_name()
+            && std::fs::copy(dir.join(named), &copy).is_ok()
+        {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
