@@ -1,0 +1,81 @@
+//! No allocation in the step loop once warm (issue #2, acceptance 5): a counting global
+//! allocator around `Simulation::step`, on 1 and 2 threads, over steps that do not rebuild the
+//! neighbour structures (a rebuild may grow its buffers when the contact count grows).
+
+mod common;
+use common::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+struct Counting;
+
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        System.realloc(p, l, n)
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+/// A falling, colliding cloud with walls (frictional law, damping): every kind of pair.
+const SCENE: &str = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.5, density: 2600.0,
+                      restitution: 0.5)],
+    walls: [
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "g"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (1.0, 0.0, 0.0), material: "g"),
+        Wall(point: (0.024, 0.0, 0.0), normal: (-1.0, 0.0, 0.0), material: "g"),
+    ],
+    spheres: [Lattice(material: "g", spacing: 2.4e-3, counts: (10, 10, 10), radius: 1e-3,
+                      polydispersity: 0.1, jitter: 0.05e-3, seed: 7)],
+    gravity: (0.0, 0.0, -9.81), damping: 0.3, dt: Fixed(7e-6), skin: 0.2e-3, run: Steps(1),
+    domain: Domain(lo: (-0.002, -0.002, -0.002), hi: (0.026, 0.026, 0.05),
+                   periodic: (false, true, false)))"#;
+
+#[test]
+fn steps_without_rebuild_do_not_allocate() {
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut s = sim(SCENE);
+            steps(&mut s, 10_000); // warm: the spheres reach the floor, contacts form
+            assert!(
+                s.stats().n_contacts > 300,
+                "contacts: {}",
+                s.stats().n_contacts
+            );
+            let (mut counted, mut allocs) = (0, 0);
+            for _ in 0..2000 {
+                let rebuild = s.need_rebuild();
+                let before = ALLOCS.load(Ordering::Relaxed);
+                s.step().unwrap();
+                if !rebuild {
+                    allocs += ALLOCS.load(Ordering::Relaxed) - before;
+                    counted += 1;
+                }
+            }
+            assert!(
+                counted > 1000,
+                "{threads} threads: {counted} steps without rebuild"
+            );
+            assert_eq!(
+                allocs, 0,
+                "{threads} threads: allocations in {counted} steps"
+            );
+        });
+    }
+}
