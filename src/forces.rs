@@ -306,17 +306,13 @@ impl Gather<'_> {
         let (mut f, mut t) = slot_sum(self.start, self.buf, self.wall_start, self.wall_buf, p);
         if !self.acc.is_null() {
             assert!(p < self.n_owned && self.n_tasks * self.n_owned <= self.n_acc);
-            let mut add = |task: usize| {
+            for task in 0..self.n_tasks {
                 // SAFETY: in bounds (checked above); particle p's entries are used by this
                 // call alone (type docs).
                 let a = unsafe { &mut *self.acc.add(task * self.n_owned + p) };
                 f += a[0];
                 t += a[1];
                 *a = [V3::zeros(); 2];
-            };
-            match self.n_tasks {
-                1 => add(0), // one thread per rank: the common MPI layout
-                n => (0..n).for_each(add),
             }
         }
         (f, t)

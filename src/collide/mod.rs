@@ -136,7 +136,7 @@ fn candidate(ps: &Particles, a: usize, b: usize, near: bool) -> Candidate {
     let (ga, gb) = (ps.gid[a], ps.gid[b]);
     let (i, j) = if ga < gb { (a, b) } else { (b, a) };
     Candidate {
-        key: (ps.gid[i], ps.gid[j]),
+        key: (ga.min(gb), ga.max(gb)),
         i: i as u32,
         j: j as u32,
         near,

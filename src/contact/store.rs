@@ -2,7 +2,7 @@
 //! (gid1, gid2) with gid1 < gid2 (or (gid, wall index) for walls), stored in memory-locality order, with
 //! each pair's contact history (ARCHITECTURE.md `contact/store.rs`). A rebuild merges the new
 //! candidate list into the old store by key, so contact histories survive rebuilds, re-sorting
-//! and (later) migration; iteration order is key order, never hash order.
+//! and migration; the order is the broad phase's (never hash order).
 
 use crate::material::FrictPhys;
 use crate::V3;
@@ -113,7 +113,7 @@ pub struct Candidate {
     pub near: bool,
 }
 
-/// Pairs sorted by key with their history and this step's forces.
+/// Pairs in contact-loop order (touching first, see [`PairList::merge`]) with their history.
 #[derive(Clone, Debug, Default)]
 pub struct PairList {
     pub key: Vec<(u64, u64)>,
@@ -246,6 +246,8 @@ impl PairList {
         std::mem::swap(&mut self.key, &mut self.scratch_key);
         std::mem::swap(&mut self.state, &mut self.scratch_state);
         std::mem::swap(&mut self.active, &mut self.scratch_active);
+        // The shift codes describe the old list: [`Self::set_shifts`] must run again.
+        self.shift.clear();
         // Touching old pairs in key order (duplicates carry equal histories: any serves).
         let mut touching = std::mem::take(&mut self.touching);
         touching.clear();

@@ -139,14 +139,16 @@ impl Comm {
 
     /// Global maximum.
     pub fn max_f64(&self, x: f64) -> f64 {
-        match self {
-            Comm::Serial => x,
-            Comm::Mpi(m) => {
-                let mut y = 0.0;
-                m.world.all_reduce_into(&x, &mut y, SystemOperation::max());
-                y
-            }
+        self.reduce_one(x, SystemOperation::max())
+    }
+
+    /// One value reduced over all ranks with `op`.
+    fn reduce_one<T: Equivalence + Copy + Default>(&self, x: T, op: SystemOperation) -> T {
+        let mut v = [x];
+        if let Comm::Mpi(m) = self {
+            reduce_in_place(&m.world, &mut v, op);
         }
+        v[0]
     }
 
     /// Element-wise global maximum, in place (one message for several flags or maxima).
@@ -224,26 +226,12 @@ impl Comm {
 
     /// Global minimum of an integer (exact).
     pub fn min_u64(&self, x: u64) -> u64 {
-        match self {
-            Comm::Serial => x,
-            Comm::Mpi(m) => {
-                let mut y: u64 = 0;
-                m.world.all_reduce_into(&x, &mut y, SystemOperation::min());
-                y
-            }
-        }
+        self.reduce_one(x, SystemOperation::min())
     }
 
     /// Global maximum of an integer (exact).
     pub fn max_u64(&self, x: u64) -> u64 {
-        match self {
-            Comm::Serial => x,
-            Comm::Mpi(m) => {
-                let mut y: u64 = 0;
-                m.world.all_reduce_into(&x, &mut y, SystemOperation::max());
-                y
-            }
-        }
+        self.reduce_one(x, SystemOperation::max())
     }
 
     /// Exclusive prefix sum over ranks (0 on rank 0).
