@@ -36,17 +36,14 @@ pub fn relative_velocity(v1: V3, w1: V3, d1: f64, v2: V3, w2: V3, d2: f64, n: V3
 #[inline(always)]
 pub fn rotate_shear(u: V3, n_old: V3, n: V3, twist: f64, dt: f64) -> V3 {
     let len0 = u.norm_squared();
-    if len0 == 0.0 {
-        return u;
-    }
     let axis = n_old.cross(&n) + n * (0.5 * dt * twist);
     let mut r = u - u.cross(&axis);
     r -= n * n.dot(&r);
     let len1 = r.norm_squared();
-    if len1 > 0.0 {
-        r *= (len0 / len1).sqrt();
-    }
-    r
+    // Selects, not branches, so that the batched contact kernel vectorises (contact/batch.rs):
+    // u = 0 gives r = 0, and the scale 1 keeps it 0.
+    let s = (len0 / len1).sqrt();
+    r * if len1 > 0.0 { s } else { 1.0 }
 }
 
 #[cfg(test)]

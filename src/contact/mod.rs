@@ -3,6 +3,7 @@
 //! loop (rayon over fixed chunks: each pair's result depends on that pair alone, so the loop is
 //! bit-identical for any thread count).
 
+pub mod batch;
 pub mod geom;
 pub mod law;
 pub mod store;
@@ -36,10 +37,10 @@ fn reduced_mass(m1: f64, m2: f64) -> f64 {
     m1 * m2 / (m1 + m2)
 }
 
-/// Sphere–sphere contact loop of one step. Particle 1 of each pair has the lower gid.
-/// Periodic images enter through the pairs' shift codes ([`PairList::set_shifts`]).
-/// Each pair's force goes to its slots (`slots[k]`) through `out`.
-#[allow(clippy::too_many_arguments)]
+/// Sphere–sphere contact loop of one step (frictional materials), in batches
+/// ([`batch`]). Particle 1 of each pair has the lower gid. Periodic images enter through the
+/// pairs' shift codes ([`PairList::set_shifts`]). Each pair's force goes to its slots
+/// (`slots[k]`) or to its task's accumulators through `out`.
 pub fn sphere_pairs(
     pairs: &mut PairList,
     slots: &ForceSlots,
@@ -48,8 +49,12 @@ pub fn sphere_pairs(
     mats: &[Material],
     dt: f64,
 ) {
-    pair_loop(pairs, slots, out, ps, 1.0, |act, st, b, i, j| {
-        sphere_pair(act, st, ps, mats, dt, b, i, j)
+    let v = PairsView::new(pairs);
+    let kernel = batch::Kernel::detect();
+    let ps_slot = &slots.pair_slot;
+    // SAFETY: `for_ranges` hands out disjoint ranges.
+    for_ranges(&v, slots, out, |r, task| unsafe {
+        v.run_frict(r, task, ps_slot, out, ps, mats, dt, kernel)
     });
 }
 
@@ -151,9 +156,8 @@ impl<'a> PairsView<'a> {
     }
 }
 
-/// The pair loop shared by the laws (monomorphised per law: the law call is inlined, no
-/// dispatch per contact). Accumulator mode: each task runs its two ranges
-/// ([`ForceSlots::task_ranges`]); slot mode: rayon over fixed chunks of pairs.
+/// The pair loop of a law given per pair (CPM; monomorphised per law: the law call is
+/// inlined, no dispatch per contact).
 #[inline]
 fn pair_loop<L>(
     pairs: &mut PairList,
@@ -166,33 +170,33 @@ fn pair_loop<L>(
     L: Fn(&mut bool, &mut ContactState, Branch, usize, usize) -> PairForce + Sync,
 {
     let v = PairsView::new(pairs);
+    let ps_slot = &slots.pair_slot;
+    // SAFETY: `for_ranges` hands out disjoint ranges.
+    for_ranges(&v, slots, out, |r, task| unsafe {
+        v.run(r, task, ps_slot, out, ps, reach_factor, &law)
+    });
+}
+
+/// Split the pair list among the threads: accumulator mode, each task its two ranges
+/// ([`ForceSlots::task_ranges`]); slot mode, rayon over fixed chunks of [`CHUNK`] pairs.
+/// `run(range, task)` runs one range; the ranges handed out are disjoint.
+#[inline]
+fn for_ranges<R>(v: &PairsView, slots: &ForceSlots, out: SlotWriter, run: R)
+where
+    R: Fn(std::ops::Range<usize>, usize) + Sync,
+{
     let n = v.len();
     if out.accumulating() {
-        let ranges = slots.task_ranges();
-        ranges.par_iter().enumerate().for_each(|(task, rs)| {
-            for r in rs {
-                // SAFETY: the tasks' ranges are disjoint (they partition the list,
-                // `forces::task_ranges`).
-                unsafe {
-                    v.run(
-                        r.clone(),
-                        task,
-                        &slots.pair_slot,
-                        out,
-                        ps,
-                        reach_factor,
-                        &law,
-                    )
-                };
-            }
-        });
+        slots
+            .task_ranges()
+            .par_iter()
+            .enumerate()
+            .for_each(|(task, rs)| rs.iter().for_each(|r| run(r.clone(), task)));
         return;
     }
-    (0..n.div_ceil(CHUNK)).into_par_iter().for_each(|c| {
-        let r = c * CHUNK..((c + 1) * CHUNK).min(n);
-        // SAFETY: the chunks are disjoint.
-        unsafe { v.run(r, 0, &slots.pair_slot, out, ps, reach_factor, &law) };
-    });
+    (0..n.div_ceil(CHUNK))
+        .into_par_iter()
+        .for_each(|c| run(c * CHUNK..((c + 1) * CHUNK).min(n), 0));
 }
 
 /// The pair list's contact flags and histories, shared by the accumulator tasks (each touches
@@ -237,56 +241,6 @@ fn branch_at(pos: &[V3], radius: &[f64], shifts: &[V3], code: u8, i: usize, j: u
         d2: l.norm_squared(),
         r1: radius[i],
         r2: radius[j],
-    }
-}
-
-/// One sphere–sphere pair: geometry (thesis §2.3, digest A4.2–A4.3) then the linear law.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub fn sphere_pair(
-    active: &mut bool,
-    st: &mut ContactState,
-    ps: &Particles,
-    mats: &[Material],
-    dt: f64,
-    b: Branch,
-    i: usize,
-    j: usize,
-) -> PairForce {
-    let Branch { l, d2, r1, r2 } = b;
-    let reach = r1 + r2;
-    if !*active && d2 >= reach * reach {
-        return PairForce::default();
-    }
-    let d = d2.sqrt();
-    let u_n = d - reach;
-    if u_n > 0.0 {
-        // Separation of a non-cohesive contact: delete it (digest A6).
-        *active = false;
-        return PairForce::default();
-    }
-    let n = l / d;
-    if !*active {
-        *active = true;
-        let phys = mix(
-            &mats[ps.material[i] as usize],
-            &mats[ps.material[j] as usize],
-            r1,
-            r2,
-            reduced_mass(ps.mass[i], ps.mass[j]),
-        );
-        *st = ContactState::new(phys, n);
-    }
-    let (w1, w2) = (ps.angvel[i], ps.angvel[j]);
-    // Lever arms d1 = r1, d2 = r2 (digest A4.1 with d0 = r1 + r2; radius arms avoid ratcheting).
-    let v12 = geom::relative_velocity(ps.vel[i], w1, r1, ps.vel[j], w2, r2, n);
-    let f = law::linear::cundall_strack(st, n, u_n, v12, n.dot(&(w1 + w2)), dt);
-    // Torques: T1 += d1 n × F, T2 += d2 n × F (digest A6, erratum A13 row 5).
-    let nxf = n.cross(&f);
-    PairForce {
-        f,
-        t1: nxf * r1,
-        t2: nxf * r2,
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::super::geom::rotate_shear;
 use super::super::store::ContactState;
+use crate::material::FrictPhys;
 use crate::V3;
 
 /// Force on particle 1 for one step; updates the shear force and the stored normal.
@@ -17,26 +18,43 @@ use crate::V3;
 ///   radially to |F_T| ≤ |F_N^el| tan φ (Coulomb, eq. 2.48).
 #[inline(always)]
 pub fn cundall_strack(st: &mut ContactState, n: V3, u_n: f64, v12: V3, twist: f64, dt: f64) -> V3 {
-    let p = st.phys;
+    let (f, fs) = cundall_strack_step(&st.phys, st.fs, st.n_old, n, u_n, v12, twist, dt);
+    st.fs = fs;
+    st.n_old = n;
+    f
+}
+
+/// [`cundall_strack`] as a pure function of the history (`fs`, `n_old`): returns the force on
+/// particle 1 and the new shear force. Written with selects, no branches, so that the batched
+/// contact kernel (contact/batch.rs) vectorises it; the scalar callers get the same bits.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn cundall_strack_step(
+    p: &FrictPhys,
+    fs: V3,
+    n_old: V3,
+    n: V3,
+    u_n: f64,
+    v12: V3,
+    twist: f64,
+    dt: f64,
+) -> (V3, V3) {
     let vn = n.dot(&v12);
     let vt = v12 - n * vn;
-    let mut fs = rotate_shear(st.fs, st.n_old, n, twist, dt);
-    fs += vt * (p.ks * dt);
+    // thesis eq. 2.46: the old shear force carried with the contact frame, plus K_T Δt v⊥
+    let fs = rotate_shear(fs, n_old, n, twist, dt) + vt * (p.ks * dt);
+    // thesis eq. 2.45 (normal) and 2.48 (Coulomb: |F_T| ≤ |F_N| tan φ, radial return)
     let fn_el = p.kn * u_n;
     let max_fs = fn_el.abs() * p.tan_phi;
     let fs2 = fs.norm_squared();
-    if fs2 > max_fs * max_fs {
-        fs *= max_fs / fs2.sqrt();
-    }
-    st.fs = fs;
-    st.n_old = n;
-    n * (fn_el + p.cn * vn) + fs
+    let slip = max_fs / fs2.sqrt();
+    let fs = fs * if fs2 > max_fs * max_fs { slip } else { 1.0 };
+    (n * (fn_el + p.cn * vn) + fs, fs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::material::FrictPhys;
 
     fn state(tan_phi: f64) -> ContactState {
         ContactState::new(

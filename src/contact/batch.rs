@@ -1,0 +1,421 @@
+//! The frictional sphere–sphere contact loop in batches (ARCHITECTURE.md "Contact loop").
+//!
+//! One pair of the Cundall–Strack law is a long dependency chain (two square roots and three
+//! divisions in a row): run pair by pair, the processor waits on it (chute: ~55 ns per
+//! touching pair, measured). The loop is split in three passes over batches of [`LANES`]
+//! pairs:
+//! 1. *select*: the distance check of every candidate; the pairs in contact (and those that
+//!    were) copy their kinematics and history into structure-of-arrays lanes ([`Lanes`]);
+//! 2. *kernel*: the law on all lanes, without branches, so that the compiler vectorises it
+//!    (SSE2 in the generic build; AVX2 or AVX-512 picked at run time, [`Kernel`]);
+//! 3. *scatter*: histories back to the pair store, forces to the slots or accumulators, in pair
+//!    order.
+//!
+//! Every lane computes exactly the scalar law ([`law::linear::cundall_strack_step`]) with the
+//! same IEEE operations (no fused multiply–add, no reassociation: Rust never contracts), so the
+//! result of a pair is the same bits whatever its lane, its batch, the vector width or the
+//! thread count.
+
+use super::law::linear::cundall_strack_step;
+use super::store::ContactState;
+use super::{branch_at, geom, reduced_mass, PairsView};
+use crate::forces::SlotWriter;
+use crate::material::{mix, FrictPhys, Material};
+use crate::particles::Particles;
+use crate::V3;
+
+/// Pairs per batch: the lanes of one batch (~25 KB) stay in L1.
+pub const LANES: usize = 64;
+
+/// The vector width the kernel is compiled for, chosen once per loop from the CPU's features.
+/// All variants give the same bits (see the module docs; `tests::kernels_agree_bitwise`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    Generic,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
+}
+
+impl Kernel {
+    /// The widest variant this CPU runs.
+    pub fn detect() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return Kernel::Avx512;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return Kernel::Avx2;
+            }
+        }
+        Kernel::Generic
+    }
+
+    fn run(self, b: &mut Lanes, dt: f64) {
+        match self {
+            Kernel::Generic => kernel(b, dt),
+            // SAFETY: `detect` chose the variant from the CPU's features.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe { kernel_avx2(b, dt) },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => unsafe { kernel_avx512(b, dt) },
+        }
+    }
+}
+
+/// Three components, one array each.
+#[derive(Clone, Copy)]
+struct L3([[f64; LANES]; 3]);
+
+impl L3 {
+    #[inline(always)]
+    fn get(&self, q: usize) -> V3 {
+        V3::new(self.0[0][q], self.0[1][q], self.0[2][q])
+    }
+    #[inline(always)]
+    fn set(&mut self, q: usize, v: V3) {
+        self.0[0][q] = v.x;
+        self.0[1][q] = v.y;
+        self.0[2][q] = v.z;
+    }
+}
+
+/// One batch of pairs, structure of arrays. Inputs are filled by the select pass, outputs by
+/// the kernel. Lanes past the batch's length hold stale values: the kernel computes them
+/// anyway (no traps, no branches) and the scatter ignores them.
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+pub struct Lanes {
+    // inputs: geometry
+    l: L3,
+    d2: [f64; LANES],
+    r1: [f64; LANES],
+    r2: [f64; LANES],
+    // inputs: kinematics at t − Δt/2
+    v1: L3,
+    w1: L3,
+    v2: L3,
+    w2: L3,
+    // inputs: history
+    fs: L3,
+    n_old: L3,
+    kn: [f64; LANES],
+    ks: [f64; LANES],
+    tan_phi: [f64; LANES],
+    cn: [f64; LANES],
+    // outputs
+    u_n: [f64; LANES],
+    n: L3,
+    fs_new: L3,
+    f: L3,
+    t1: L3,
+    t2: L3,
+    // bookkeeping
+    k: [u32; LANES],
+    i: [u32; LANES],
+    j: [u32; LANES],
+}
+
+impl Lanes {
+    fn new() -> Lanes {
+        let z = L3([[0.0; LANES]; 3]);
+        let zs = [0.0; LANES];
+        Lanes {
+            l: z,
+            d2: zs,
+            r1: zs,
+            r2: zs,
+            v1: z,
+            w1: z,
+            v2: z,
+            w2: z,
+            fs: z,
+            n_old: z,
+            kn: zs,
+            ks: zs,
+            tan_phi: zs,
+            cn: zs,
+            u_n: zs,
+            n: z,
+            fs_new: z,
+            f: z,
+            t1: z,
+            t2: z,
+            k: [0; LANES],
+            i: [0; LANES],
+            j: [0; LANES],
+        }
+    }
+
+    /// Copy pair `k` = (i, j) with branch `l`, |l|² `d2` and its history into lane `q`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn load(
+        &mut self,
+        q: usize,
+        k: usize,
+        i: usize,
+        j: usize,
+        b: super::Branch,
+        ps: &Particles,
+        st: &ContactState,
+    ) {
+        self.k[q] = k as u32;
+        self.i[q] = i as u32;
+        self.j[q] = j as u32;
+        self.l.set(q, b.l);
+        self.d2[q] = b.d2;
+        self.r1[q] = b.r1;
+        self.r2[q] = b.r2;
+        self.v1.set(q, ps.vel[i]);
+        self.w1.set(q, ps.angvel[i]);
+        self.v2.set(q, ps.vel[j]);
+        self.w2.set(q, ps.angvel[j]);
+        self.fs.set(q, st.fs);
+        self.n_old.set(q, st.n_old);
+        self.kn[q] = st.phys.kn;
+        self.ks[q] = st.phys.ks;
+        self.tan_phi[q] = st.phys.tan_phi;
+        self.cn[q] = st.phys.cn;
+    }
+}
+
+/// The law on every lane: geometry (thesis §2.3, digest A4.2–A4.3), Cundall–Strack (thesis
+/// eq. 2.45–2.49), torques (digest A6, erratum A13 row 5). The same operations as the scalar
+/// functions it calls, lane by lane.
+#[inline(always)]
+fn kernel(b: &mut Lanes, dt: f64) {
+    for q in 0..LANES {
+        let l = b.l.get(q);
+        let d = b.d2[q].sqrt();
+        let (r1, r2) = (b.r1[q], b.r2[q]);
+        let u_n = d - (r1 + r2);
+        let n = l / d;
+        let (w1, w2) = (b.w1.get(q), b.w2.get(q));
+        // Lever arms d1 = r1, d2 = r2 (digest A4.1 with d0 = r1 + r2; radius arms avoid ratcheting).
+        let v12 = geom::relative_velocity(b.v1.get(q), w1, r1, b.v2.get(q), w2, r2, n);
+        let p = FrictPhys {
+            kn: b.kn[q],
+            ks: b.ks[q],
+            tan_phi: b.tan_phi[q],
+            cn: b.cn[q],
+        };
+        let twist = n.dot(&(w1 + w2));
+        let (f, fs) = cundall_strack_step(&p, b.fs.get(q), b.n_old.get(q), n, u_n, v12, twist, dt);
+        // Torques: T1 += d1 n × F, T2 += d2 n × F (digest A6, erratum A13 row 5).
+        let nxf = n.cross(&f);
+        b.u_n[q] = u_n;
+        b.n.set(q, n);
+        b.fs_new.set(q, fs);
+        b.f.set(q, f);
+        b.t1.set(q, nxf * r1);
+        b.t2.set(q, nxf * r2);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn kernel_avx2(b: &mut Lanes, dt: f64) {
+    kernel(b, dt)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn kernel_avx512(b: &mut Lanes, dt: f64) {
+    kernel(b, dt)
+}
+
+impl PairsView<'_> {
+    /// The frictional sphere–sphere pairs of range `r` in batches (module docs); results go to
+    /// the pairs' slots or to task `task`'s accumulators.
+    ///
+    /// # Safety
+    /// No other thread may run an overlapping range at the same time.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn run_frict(
+        &self,
+        r: std::ops::Range<usize>,
+        task: usize,
+        pair_slot: &[[u32; 2]],
+        out: SlotWriter,
+        ps: &Particles,
+        mats: &[Material],
+        dt: f64,
+        kernel: Kernel,
+    ) {
+        let (pos, radius) = (&ps.pos[..], &ps.radius[..]);
+        let base = r.start;
+        let (act, st) = self.pp.range(r);
+        let mut b = Lanes::new();
+        let mut m = 0;
+        for k in 0..st.len() {
+            let (i, j) = (self.i[base + k] as usize, self.j[base + k] as usize);
+            let br = branch_at(pos, radius, self.shifts, self.code[base + k], i, j);
+            if !act[k] {
+                let reach = br.r1 + br.r2;
+                if br.d2 >= reach * reach {
+                    continue; // apart, and was: nothing to add
+                }
+                // A new contact. Its n_old is never used: the shear force starts at zero, and
+                // the rotation of a zero vector is zero.
+                act[k] = true;
+                let phys = mix(
+                    &mats[ps.material[i] as usize],
+                    &mats[ps.material[j] as usize],
+                    br.r1,
+                    br.r2,
+                    reduced_mass(ps.mass[i], ps.mass[j]),
+                );
+                st[k] = ContactState::new(phys, V3::zeros());
+            }
+            b.load(m, k, i, j, br, ps, &st[k]);
+            m += 1;
+            if m == LANES {
+                kernel.run(&mut b, dt);
+                scatter(&b, m, base, act, st, task, pair_slot, out);
+                m = 0;
+            }
+        }
+        if m > 0 {
+            kernel.run(&mut b, dt);
+            scatter(&b, m, base, act, st, task, pair_slot, out);
+        }
+    }
+}
+
+/// Pass 3: the first `m` lanes back to the store and out, in pair order. A pair found apart
+/// (u_N > 0) is deleted (digest A6) and contributes zeros.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn scatter(
+    b: &Lanes,
+    m: usize,
+    base: usize,
+    act: &mut [bool],
+    st: &mut [ContactState],
+    task: usize,
+    pair_slot: &[[u32; 2]],
+    out: SlotWriter,
+) {
+    for q in 0..m {
+        let k = b.k[q] as usize;
+        let (f, t1, t2) = if b.u_n[q] > 0.0 {
+            act[k] = false;
+            (V3::zeros(), V3::zeros(), V3::zeros())
+        } else {
+            st[k].fs = b.fs_new.get(q);
+            st[k].n_old = b.n.get(q);
+            (b.f.get(q), b.t1.get(q), b.t2.get(q))
+        };
+        match out.accumulating() {
+            true => out.accumulate(task, base + k, b.i[q] as usize, b.j[q] as usize, f, t1, t2),
+            false => out.pair(pair_slot[base + k], f, t1, t2),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::gen::Lcg;
+
+    /// Random lanes: overlapping pairs, some sliding, some sticking, some apart, some new.
+    fn random_lanes(seed: u64) -> Lanes {
+        let mut rng = Lcg::at(seed, 0);
+        let mut u = || rng.uniform();
+        let mut b = Lanes::new();
+        let v3 = |u: &mut dyn FnMut() -> f64, s: f64| {
+            V3::new(s * (u() - 0.5), s * (u() - 0.5), s * (u() - 0.5))
+        };
+        for q in 0..LANES {
+            let l = v3(&mut u, 2.0);
+            b.l.set(q, l);
+            b.d2[q] = l.norm_squared();
+            b.r1[q] = 0.5 + 0.3 * u();
+            b.r2[q] = 0.5 + 0.3 * u();
+            b.v1.set(q, v3(&mut u, 1.0));
+            b.w1.set(q, v3(&mut u, 1.0));
+            b.v2.set(q, v3(&mut u, 1.0));
+            b.w2.set(q, v3(&mut u, 1.0));
+            b.fs.set(
+                q,
+                if q % 5 == 0 {
+                    V3::zeros()
+                } else {
+                    v3(&mut u, 1e3)
+                },
+            );
+            b.n_old.set(q, l.normalize());
+            b.kn[q] = 1e5;
+            b.ks[q] = 2.5e4;
+            b.tan_phi[q] = 0.5;
+            b.cn[q] = if q % 2 == 0 { 0.0 } else { 3.0 };
+        }
+        b
+    }
+
+    #[test]
+    fn kernels_agree_bitwise_and_match_the_scalar_law() {
+        let dt = 1e-4;
+        for seed in 1..20 {
+            let mut g = random_lanes(seed);
+            kernel(&mut g, dt);
+            let mut w = random_lanes(seed);
+            Kernel::detect().run(&mut w, dt);
+            for q in 0..LANES {
+                for (a, c) in [
+                    (&g.f, &w.f),
+                    (&g.fs_new, &w.fs_new),
+                    (&g.t1, &w.t1),
+                    (&g.t2, &w.t2),
+                ] {
+                    assert_eq!(
+                        a.get(q),
+                        c.get(q),
+                        "lane {q}, kernel {:?}",
+                        Kernel::detect()
+                    );
+                }
+                // The scalar law on the same pair.
+                let b0 = random_lanes(seed);
+                let mut st = ContactState::new(
+                    FrictPhys {
+                        kn: b0.kn[q],
+                        ks: b0.ks[q],
+                        tan_phi: b0.tan_phi[q],
+                        cn: b0.cn[q],
+                    },
+                    b0.n_old.get(q),
+                );
+                st.fs = b0.fs.get(q);
+                let l = b0.l.get(q);
+                let d = b0.d2[q].sqrt();
+                let n = l / d;
+                let (w1, w2) = (b0.w1.get(q), b0.w2.get(q));
+                let v12 = geom::relative_velocity(
+                    b0.v1.get(q),
+                    w1,
+                    b0.r1[q],
+                    b0.v2.get(q),
+                    w2,
+                    b0.r2[q],
+                    n,
+                );
+                let u_n = d - (b0.r1[q] + b0.r2[q]);
+                let f = super::super::law::linear::cundall_strack(
+                    &mut st,
+                    n,
+                    u_n,
+                    v12,
+                    n.dot(&(w1 + w2)),
+                    dt,
+                );
+                assert_eq!(f, g.f.get(q));
+                assert_eq!(st.fs, g.fs_new.get(q));
+                assert_eq!(g.u_n[q], u_n);
+            }
+        }
+    }
+}
