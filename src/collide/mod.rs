@@ -191,23 +191,37 @@ fn neighbours_of(ps: &Particles, g: &CellGrid, i: usize, skin: f64, buf: &mut Ve
             let k0 = g.index([lo(0), cy, cz]);
             let k1 = g.index([hi(0), cy, cz]);
             let (s0, s1) = (g.start[k0] as usize, g.start[k1 + 1] as usize);
-            for (s, xr) in g.xr[s0..s1].iter().enumerate() {
-                let d = [xr[0] - xi.x, xr[1] - xi.y, xr[2] - xi.z];
-                let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                let touch = ri + xr[3];
-                let reach = touch + skin;
-                if d2 >= reach * reach * MARGIN {
-                    continue;
+            // Two passes per block of entries: the test of every entry without a branch
+            // (its index is written, the count advances only on a hit: ~1 entry in 10 is a
+            // candidate, in no pattern a branch predictor could learn), then the hits.
+            for b0 in (s0..s1).step_by(SCAN) {
+                let b1 = (b0 + SCAN).min(s1);
+                let mut hit = [0u32; SCAN];
+                let mut nh = 0;
+                for (s, (xr, &j)) in g.xr[b0..b1].iter().zip(&g.items[b0..b1]).enumerate() {
+                    let d = [xr[0] - xi.x, xr[1] - xi.y, xr[2] - xi.z];
+                    let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                    let reach = ri + xr[3] + skin;
+                    hit[nh] = s as u32;
+                    nh += ((d2 < reach * reach * MARGIN) & (j as usize > i)) as usize;
                 }
-                let j = g.items[s0 + s] as usize;
-                if j <= i || (fixed_i && ps.blocked[j] == BLOCK_ALL) {
-                    continue;
+                for &s in &hit[..nh] {
+                    let (xr, j) = (&g.xr[b0 + s as usize], g.items[b0 + s as usize] as usize);
+                    if fixed_i && ps.blocked[j] == BLOCK_ALL {
+                        continue;
+                    }
+                    let d = [xr[0] - xi.x, xr[1] - xi.y, xr[2] - xi.z];
+                    let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                    let touch = ri + xr[3];
+                    buf.push(candidate(ps, i, j, d2 <= touch * touch * MARGIN));
                 }
-                buf.push(candidate(ps, i, j, d2 <= touch * touch * MARGIN));
             }
         }
     }
 }
+
+/// Entries per block of the branch-free candidate test (a stack buffer of hits).
+const SCAN: usize = 64;
 
 /// Sphere–wall candidates (owned spheres whose gap to the wall is < `skin`), sorted by
 /// (gid, wall index). `j` holds the wall index.

@@ -24,8 +24,9 @@ use crate::{Quat, V3};
 
 /// `f64`s per particle record.
 const P_F64: usize = 25;
-/// `f64`s per kinematics record.
-const K_F64: usize = 13;
+/// `f64`s per kinematics record: position, velocity, angular velocity. A ghost's orientation
+/// is not refreshed: no law of a sphere reads it (it is the owner's at the last rebuild).
+const K_F64: usize = 9;
 /// `f64`s per contact record: key + state.
 const C_F64: usize = 2 + ContactState::N_F64;
 
@@ -62,18 +63,15 @@ fn unpack_particle(v: &[f64]) -> Particle {
 }
 
 fn pack_kinematics(ps: &Particles, i: usize, out: &mut Vec<f64>) {
-    let q = ps.ori[i].into_inner();
     out.extend_from_slice(ps.pos[i].as_slice());
     out.extend_from_slice(ps.vel[i].as_slice());
     out.extend_from_slice(ps.angvel[i].as_slice());
-    out.extend_from_slice(&[q.w, q.i, q.j, q.k]);
 }
 
 fn unpack_kinematics(ps: &mut Particles, i: usize, v: &[f64]) {
     ps.pos[i] = V3::new(v[0], v[1], v[2]);
     ps.vel[i] = V3::new(v[3], v[4], v[5]);
     ps.angvel[i] = V3::new(v[6], v[7], v[8]);
-    ps.ori[i] = Quat::new_unchecked(nalgebra::Quaternion::new(v[9], v[10], v[11], v[12]));
 }
 
 /// Communication counters since the last reset (for the timing report and the benchmark).
