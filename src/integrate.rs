@@ -1,6 +1,7 @@
 //! Leapfrog integration of owned particles (thesis §2.5, digest A8) with Cundall non-viscous
 //! damping (thesis §2.5.5 eq. 2.75–2.76, digest A9) and blocked DOFs (digest A8.5).
 
+use crate::kernel::Kernel;
 use crate::particles::Particles;
 use crate::{Quat, V3};
 use rayon::prelude::*;
@@ -36,55 +37,93 @@ pub fn leapfrog_one(
     dt: f64,
     lambda: f64,
 ) {
-    let (inv_m, inv_i) = (1.0 / mass, 1.0 / inertia);
-    if blocked == 0 && lambda == 0.0 {
-        // no damping (bit-identical to damp() with λ = 0, which multiplies by 1)
-        *vel += force * inv_m * dt;
-        *angvel += torque * inv_i * dt;
-    } else if blocked == 0 {
-        // the common case, written so the compiler can vectorise it
-        for a in 0..3 {
-            vel[a] += dt * damp(force[a] * inv_m, vel[a], dt, lambda);
-            angvel[a] += dt * damp(torque[a] * inv_i, angvel[a], dt, lambda);
-        }
-    } else {
-        for a in 0..3 {
-            if blocked & (1 << a) == 0 {
-                vel[a] += dt * damp(force[a] * inv_m, vel[a], dt, lambda);
-            }
-            if blocked & (8 << a) == 0 {
-                angvel[a] += dt * damp(torque[a] * inv_i, angvel[a], dt, lambda);
-            }
-        }
-    }
-    *pos += *vel * dt;
-    if *angvel != V3::zeros() {
+    let trig = step_core(
+        pos, vel, angvel, ori, force, torque, mass, inertia, blocked, dt, lambda,
+    );
+    if trig {
         *ori = rotate(*ori, *angvel * dt);
     }
 }
 
-/// q ← rot(|θ|, θ̂) q for a rotation vector θ = ω Δt (left multiplication: global frame).
-/// The unit quaternion (cos(θ/2), sin(θ/2) θ̂) uses its Taylor series below θ = 1e-3 (error
-/// below 1e-20, and no sin/cos in the common case). The product of two unit quaternions is
-/// unit up to round-off, so one Newton step q ← q (3 − |q|²)/2 (no sqrt, no division) keeps
+/// [`leapfrog_one`] without branches, so that [`Advance`] vectorises it over particles: the
+/// damping of an undamped run multiplies by 1, a blocked DOF selects its old velocity, and
+/// the orientation takes the small-angle series. Returns true where that series does not
+/// apply (|ω Δt| ≥ 1e-3): the orientation is left as it was, for the caller to [`rotate`].
+/// Every variant gives the bits of the others (the same IEEE operations in the same order).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn step_core(
+    pos: &mut V3,
+    vel: &mut V3,
+    angvel: &mut V3,
+    ori: &mut Quat,
+    force: V3,
+    torque: V3,
+    mass: f64,
+    inertia: f64,
+    blocked: u8,
+    dt: f64,
+    lambda: f64,
+) -> bool {
+    let (inv_m, inv_i) = (1.0 / mass, 1.0 / inertia);
+    for a in 0..3 {
+        let v = vel[a] + dt * damp(force[a] * inv_m, vel[a], dt, lambda);
+        vel[a] = if blocked & (1 << a) == 0 { v } else { vel[a] };
+        let w = angvel[a] + dt * damp(torque[a] * inv_i, angvel[a], dt, lambda);
+        angvel[a] = if blocked & (8 << a) == 0 {
+            w
+        } else {
+            angvel[a]
+        };
+    }
+    *pos += *vel * dt;
+    let theta = *angvel * dt;
+    let t2 = theta.norm_squared();
+    let (c, s) = small_angle(t2);
+    let spinning = (angvel.x != 0.0) | (angvel.y != 0.0) | (angvel.z != 0.0);
+    let small = t2 < SMALL_ANGLE2;
+    let q = rotate_by(*ori, theta, c, s);
+    // A fast spin keeps its old orientation here: the caller rotates it.
+    *ori = if spinning & small { q } else { *ori };
+    spinning & !small
+}
+
+/// |θ|² below which [`small_angle`] is used.
+const SMALL_ANGLE2: f64 = 1e-6;
+
+/// cos(θ/2) and sin(θ/2)/θ from θ² by their Taylor series (error below 1e-20 for θ < 1e-3), in
+/// Horner form with the reciprocals as constants: no sin, cos or division, because this runs
+/// for every spinning particle every step.
+#[inline(always)]
+fn small_angle(t2: f64) -> (f64, f64) {
+    (
+        1.0 + t2 * (-0.125 + t2 * (1.0 / 384.0)),
+        0.5 + t2 * (-1.0 / 48.0 + t2 * (1.0 / 3840.0)),
+    )
+}
+
+/// q ← (c, s θ) q, then one Newton step q ← q (3 − |q|²)/2 towards unit length (no sqrt, no
+/// division): the product of two unit quaternions is unit up to round-off, and the step keeps
 /// |q| − 1 at round-off level indefinitely.
+#[inline(always)]
+fn rotate_by(q: Quat, theta: V3, c: f64, s: f64) -> Quat {
+    let dq = nalgebra::Quaternion::new(c, s * theta.x, s * theta.y, s * theta.z);
+    let r = dq * q.into_inner();
+    Quat::new_unchecked(r * (1.5 - 0.5 * r.norm_squared()))
+}
+
+/// q ← rot(|θ|, θ̂) q for a rotation vector θ = ω Δt (left multiplication: global frame),
+/// with the unit quaternion (cos(θ/2), sin(θ/2) θ̂) from [`small_angle`] below θ = 1e-3.
 #[inline]
 pub fn rotate(q: Quat, theta: V3) -> Quat {
     let t2 = theta.norm_squared();
-    let (c, s) = if t2 < 1e-6 {
-        // Horner form with the reciprocals as constants (no division: this runs for every
-        // spinning particle every step)
-        (
-            1.0 + t2 * (-0.125 + t2 * (1.0 / 384.0)),
-            0.5 + t2 * (-1.0 / 48.0 + t2 * (1.0 / 3840.0)),
-        )
+    let (c, s) = if t2 < SMALL_ANGLE2 {
+        small_angle(t2)
     } else {
         let t = t2.sqrt();
         ((0.5 * t).cos(), (0.5 * t).sin() / t)
     };
-    let dq = nalgebra::Quaternion::new(c, s * theta.x, s * theta.y, s * theta.z);
-    let r = dq * q.into_inner();
-    Quat::new_unchecked(r * (1.5 - 0.5 * r.norm_squared()))
+    rotate_by(q, theta, c, s)
 }
 
 /// The integrator's view of the owned particles: kinematics and force through raw pointers, so
@@ -105,6 +144,7 @@ struct Advance<'a> {
     dt: f64,
     lambda: f64,
     g: V3,
+    kernel: Kernel,
 }
 
 // SAFETY: the raw pointers are used for disjoint ranges only (`Advance::range`'s contract).
@@ -130,6 +170,7 @@ impl<'a> Advance<'a> {
             dt,
             lambda,
             g,
+            kernel: Kernel::detect(),
         }
     }
 
@@ -151,31 +192,129 @@ impl<'a> Advance<'a> {
         let w = std::slice::from_raw_parts_mut(self.angvel.add(r.start), len);
         let q = std::slice::from_raw_parts_mut(self.ori.add(r.start), len);
         let fo = std::slice::from_raw_parts_mut(self.force.add(r.start), len);
-        let (mass, inertia, blocked) = (self.mass, self.inertia, self.blocked);
         let mut dmax: f64 = 0.0;
-        for k in 0..len {
-            let p = r.start + k;
-            let (f, t) = contacts(p);
-            let f = f + self.g * mass[p];
-            fo[k] = f;
-            leapfrog_one(
-                &mut x[k],
-                &mut v[k],
-                &mut w[k],
-                &mut q[k],
-                f,
-                t,
-                mass[p],
-                inertia[p],
-                blocked[p],
-                self.dt,
-                self.lambda,
-            );
-            let d = (x[k] - self.reference[p]).norm_squared();
-            // NaN must force a rebuild (where the blow-up is reported), not vanish in max.
-            dmax = dmax.max(if d.is_nan() { f64::INFINITY } else { d });
+        let mut f = [V3::zeros(); LANES];
+        let mut t = [V3::zeros(); LANES];
+        let mut d2 = [0.0; LANES];
+        let mut trig = [false; LANES];
+        for b0 in (0..len).step_by(LANES) {
+            let n = LANES.min(len - b0);
+            let p0 = r.start + b0;
+            // The contact sums first (each particle's accumulators are read and cleared).
+            for k in 0..n {
+                let (fc, tc) = contacts(p0 + k);
+                f[k] = fc + self.g * self.mass[p0 + k];
+                t[k] = tc;
+            }
+            fo[b0..b0 + n].copy_from_slice(&f[..n]);
+            let blk = Block {
+                x: &mut x[b0..b0 + n],
+                v: &mut v[b0..b0 + n],
+                w: &mut w[b0..b0 + n],
+                q: &mut q[b0..b0 + n],
+                f: &f[..n],
+                t: &t[..n],
+                mass: &self.mass[p0..p0 + n],
+                inertia: &self.inertia[p0..p0 + n],
+                blocked: &self.blocked[p0..p0 + n],
+                reference: &self.reference[p0..p0 + n],
+                d2: &mut d2[..n],
+                trig: &mut trig[..n],
+            };
+            self.kernel.advance(blk, self.dt, self.lambda);
+            for k in 0..n {
+                if trig[k] {
+                    // |ω Δt| ≥ 1e-3: the old orientation is still there (`step_core`)
+                    q[b0 + k] = rotate(q[b0 + k], w[b0 + k] * self.dt);
+                }
+                // NaN must force a rebuild (where the blow-up is reported), not vanish in max.
+                dmax = dmax.max(if d2[k].is_nan() { f64::INFINITY } else { d2[k] });
+            }
         }
         dmax
+    }
+}
+
+/// Particles per block of the integrator (stack buffers of the contact sums).
+const LANES: usize = 64;
+
+/// One block of particles for [`step_block`].
+struct Block<'b> {
+    x: &'b mut [V3],
+    v: &'b mut [V3],
+    w: &'b mut [V3],
+    q: &'b mut [Quat],
+    f: &'b [V3],
+    t: &'b [V3],
+    mass: &'b [f64],
+    inertia: &'b [f64],
+    blocked: &'b [u8],
+    reference: &'b [V3],
+    /// Out: squared displacement from the reference positions.
+    d2: &'b mut [f64],
+    /// Out: the orientation still needs [`rotate`] (see [`step_core`]).
+    trig: &'b mut [bool],
+}
+
+/// [`step_core`] on every particle of a block: no branch, so the compiler vectorises it.
+#[inline(always)]
+fn step_block(b: Block, dt: f64, lambda: f64) {
+    let n = b.x.len();
+    let (v, w, q, f, t) = (
+        &mut b.v[..n],
+        &mut b.w[..n],
+        &mut b.q[..n],
+        &b.f[..n],
+        &b.t[..n],
+    );
+    let (m, i, bl, rf) = (
+        &b.mass[..n],
+        &b.inertia[..n],
+        &b.blocked[..n],
+        &b.reference[..n],
+    );
+    let (d2, trig) = (&mut b.d2[..n], &mut b.trig[..n]);
+    for k in 0..n {
+        trig[k] = step_core(
+            &mut b.x[k],
+            &mut v[k],
+            &mut w[k],
+            &mut q[k],
+            f[k],
+            t[k],
+            m[k],
+            i[k],
+            bl[k],
+            dt,
+            lambda,
+        );
+        d2[k] = (b.x[k] - rf[k]).norm_squared();
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn step_block_avx2(b: Block, dt: f64, lambda: f64) {
+    step_block(b, dt, lambda)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn step_block_avx512(b: Block, dt: f64, lambda: f64) {
+    step_block(b, dt, lambda)
+}
+
+impl Kernel {
+    /// [`step_block`] in this variant.
+    fn advance(self, b: Block, dt: f64, lambda: f64) {
+        match self {
+            Kernel::Generic => step_block(b, dt, lambda),
+            // SAFETY: `Kernel::detect` chose the variant from the CPU's features.
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => unsafe { step_block_avx2(b, dt, lambda) },
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => unsafe { step_block_avx512(b, dt, lambda) },
+        }
     }
 }
 
@@ -239,6 +378,79 @@ mod tests {
         }
         let t: f64 = 1.0;
         assert!((x.z - 0.5 * g * t * t).abs() < 1e-12, "{}", x.z);
+    }
+
+    #[test]
+    fn block_kernels_give_the_bits_of_the_scalar_step() {
+        // Random particles: damped and undamped, blocked DOFs, still, slow and fast spins (the
+        // last take the sin/cos path). Every vector width must reproduce leapfrog_one exactly.
+        let mut rng = crate::scene::gen::Lcg::at(7, 0);
+        let mut u = move || rng.uniform() - 0.5;
+        let n = 150;
+        let mut v3 = |s: f64| V3::new(s * u(), s * u(), s * u());
+        let x: Vec<V3> = (0..n).map(|_| v3(1.0)).collect();
+        let v: Vec<V3> = (0..n).map(|_| v3(1.0)).collect();
+        let w: Vec<V3> = (0..n)
+            .map(|k| [V3::zeros(), v3(0.1), v3(300.0)][k % 3])
+            .collect();
+        let f: Vec<V3> = (0..n).map(|_| v3(10.0)).collect();
+        let t: Vec<V3> = (0..n).map(|_| v3(1.0)).collect();
+        let q: Vec<Quat> = (0..n)
+            .map(|k| Quat::from_euler_angles(0.1 * k as f64, 0.2, 0.3))
+            .collect();
+        let mass: Vec<f64> = (0..n).map(|k| 1.0 + 0.01 * k as f64).collect();
+        let inertia: Vec<f64> = (0..n).map(|k| 0.4 + 0.01 * k as f64).collect();
+        let blocked: Vec<u8> = (0..n).map(|k| [0, 0, 0b001, 0b101010, 63][k % 5]).collect();
+        let reference = vec![V3::zeros(); n];
+        let (dt, kinds) = (1e-4, [Kernel::Generic, Kernel::detect()]);
+        for lambda in [0.0, 0.3] {
+            let mut want = (x.clone(), v.clone(), w.clone(), q.clone());
+            for k in 0..n {
+                leapfrog_one(
+                    &mut want.0[k],
+                    &mut want.1[k],
+                    &mut want.2[k],
+                    &mut want.3[k],
+                    f[k],
+                    t[k],
+                    mass[k],
+                    inertia[k],
+                    blocked[k],
+                    dt,
+                    lambda,
+                );
+            }
+            for kind in kinds {
+                let mut got = (x.clone(), v.clone(), w.clone(), q.clone());
+                let (mut d2, mut trig) = (vec![0.0; n], vec![false; n]);
+                kind.advance(
+                    Block {
+                        x: &mut got.0,
+                        v: &mut got.1,
+                        w: &mut got.2,
+                        q: &mut got.3,
+                        f: &f,
+                        t: &t,
+                        mass: &mass,
+                        inertia: &inertia,
+                        blocked: &blocked,
+                        reference: &reference,
+                        d2: &mut d2,
+                        trig: &mut trig,
+                    },
+                    dt,
+                    lambda,
+                );
+                for ((q, w), _) in got.3.iter_mut().zip(&got.2).zip(&trig).filter(|x| *x.1) {
+                    *q = rotate(*q, w * dt);
+                }
+                assert_eq!(got.0, want.0, "{kind:?}");
+                assert_eq!(got.1, want.1, "{kind:?}");
+                assert_eq!(got.2, want.2, "{kind:?}");
+                assert_eq!(got.3, want.3, "{kind:?}");
+                assert!(trig.iter().filter(|&&b| b).count() > 10);
+            }
+        }
     }
 
     #[test]

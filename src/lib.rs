@@ -12,6 +12,7 @@ pub mod error;
 pub mod forces;
 pub mod integrate;
 pub mod io;
+pub mod kernel;
 pub mod material;
 pub mod particles;
 pub mod run;

@@ -7,7 +7,7 @@
 //! 1. *select*: the distance check of every candidate; the pairs in contact (and those that
 //!    were) copy their kinematics and history into structure-of-arrays lanes ([`Lanes`]);
 //! 2. *kernel*: the law on all lanes, without branches, so that the compiler vectorises it
-//!    (SSE2 in the generic build; AVX2 or AVX-512 picked at run time, [`Kernel`]);
+//!    (SSE2 in the generic build; AVX2 or AVX-512 picked at run time, [`crate::kernel`]);
 //! 3. *scatter*: histories back to the pair store, forces to the slots or accumulators, in pair
 //!    order.
 //!
@@ -20,6 +20,7 @@ use super::law::linear::cundall_strack_step;
 use super::store::ContactState;
 use super::{branch_at, geom, reduced_mass, PairsView};
 use crate::forces::SlotWriter;
+use crate::kernel::Kernel;
 use crate::material::{mix, FrictPhys, Material};
 use crate::particles::Particles;
 use crate::V3;
@@ -27,32 +28,8 @@ use crate::V3;
 /// Pairs per batch: the lanes of one batch (~25 KB) stay in L1.
 pub const LANES: usize = 64;
 
-/// The vector width the kernel is compiled for, chosen once per loop from the CPU's features.
-/// All variants give the same bits (see the module docs; `tests::kernels_agree_bitwise`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kernel {
-    Generic,
-    #[cfg(target_arch = "x86_64")]
-    Avx2,
-    #[cfg(target_arch = "x86_64")]
-    Avx512,
-}
-
 impl Kernel {
-    /// The widest variant this CPU runs.
-    pub fn detect() -> Kernel {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if std::arch::is_x86_feature_detected!("avx512f") {
-                return Kernel::Avx512;
-            }
-            if std::arch::is_x86_feature_detected!("avx2") {
-                return Kernel::Avx2;
-            }
-        }
-        Kernel::Generic
-    }
-
+    /// The law on all lanes of `b` ([`kernel`]) in this variant.
     fn run(self, b: &mut Lanes, dt: f64) {
         match self {
             Kernel::Generic => kernel(b, dt),

@@ -50,7 +50,7 @@ pub fn sphere_pairs(
     dt: f64,
 ) {
     let v = PairsView::new(pairs);
-    let kernel = batch::Kernel::detect();
+    let kernel = crate::kernel::Kernel::detect();
     let ps_slot = &slots.pair_slot;
     // SAFETY: `for_ranges` hands out disjoint ranges.
     for_ranges(&v, slots, out, |r, task| unsafe {
