@@ -44,7 +44,9 @@ impl CellGrid {
     fn cell_coords(&self, x: &V3) -> [usize; 3] {
         let mut c = [0usize; 3];
         for a in 0..3 {
-            let k = ((x[a] - self.lo[a]) / self.h).floor();
+            // `as` truncates: the floor for k ≥ 0 (and a negative k is clamped to 0 either
+            // way), without the libm call `floor` is on baseline x86-64
+            let k = (x[a] - self.lo[a]) / self.h;
             c[a] = (k.max(0.0) as usize).min(self.dims[a] - 1);
         }
         c
