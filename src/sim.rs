@@ -19,6 +19,7 @@ use crate::material::{CpmMat, Material};
 use crate::particles::{Particles, PermuteScratch, BLOCK_ALL};
 use crate::scene::Scene;
 use crate::V3;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -619,6 +620,23 @@ impl Simulation {
     /// Advance one time step. Ghosts are refreshed at the end of the step, so that between
     /// steps (outputs, stats, checkpoints) every copy of a particle holds its current state.
     pub fn step(&mut self) -> Result<()> {
+        if rayon::current_num_threads() < 2 {
+            return self.advance();
+        }
+        // Keep the other workers awake through the sequential parts of the step: an idle rayon
+        // worker sleeps after a few µs and takes tens of µs to wake (bench/RESULTS.md
+        // "Threads"), longer than a parallel region of a small subdomain. The keep-alive jobs
+        // spin by running whatever work the step's parallel regions offer.
+        let stop = AtomicBool::new(false);
+        with_keep_awake(rayon::current_num_threads() - 1, &stop, || {
+            // Set on return and on unwinding alike (the joins wait for the keep-alive jobs).
+            let _stop = SetOnDrop(&stop);
+            self.advance()
+        })
+    }
+
+    /// One time step (see [`Self::step`]).
+    fn advance(&mut self) -> Result<()> {
         let t0 = Instant::now();
         if self.need_rebuild {
             let c0 = self.timers.comm;
@@ -923,4 +941,46 @@ fn morton3(x: u64, y: u64, z: u64) -> u64 {
         x
     }
     spread(x) | spread(y) << 1 | spread(z) << 2
+}
+
+/// Run the pool's pending jobs until `stop` (see [`Simulation::step`]), yielding the core
+/// while there are none, so an oversubscribed node loses little. After [`KEEP_AWAKE_IDLE`]
+/// without work it gives up and lets the worker sleep: a long sequential stretch (a rebuild's
+/// merge, a slow collective) does not burn a core, and should the step's own thread ever run
+/// this job while it waits for a stolen one, it returns to it.
+fn keep_awake(stop: &AtomicBool) {
+    let mut idle_since = None;
+    while !stop.load(Ordering::Acquire) {
+        match rayon::yield_now() {
+            Some(rayon::Yield::Executed) => idle_since = None,
+            _ => {
+                if idle_since.get_or_insert_with(Instant::now).elapsed() > KEEP_AWAKE_IDLE {
+                    return;
+                }
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Run `f` with `n` [`keep_awake`] jobs offered to the other workers: nested `rayon::join`s,
+/// whose jobs live on the stack (no allocation in the step loop). `f` runs on this thread;
+/// when it returns, a keep-alive job nobody took runs here and returns at once.
+fn with_keep_awake<R: Send>(n: usize, stop: &AtomicBool, f: impl FnOnce() -> R + Send) -> R {
+    match n {
+        0 => f(),
+        _ => rayon::join(|| with_keep_awake(n - 1, stop, f), || keep_awake(stop)).0,
+    }
+}
+
+/// See [`keep_awake`]: longer than the sequential gaps of a step between its parallel regions.
+const KEEP_AWAKE_IDLE: Duration = Duration::from_micros(500);
+
+/// Sets the flag when dropped.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
 }

@@ -317,6 +317,10 @@ impl Halo {
 
     /// Refresh the ghosts' kinematics from their owners (every step between rebuilds).
     pub fn refresh(&mut self, comm: &Comm, dec: &Decomp, ps: &mut Particles) {
+        if let Comm::Serial = comm {
+            self.refresh_serial(dec, ps);
+            return;
+        }
         for a in 0..3 {
             if dec.dims[a] == 1 && !dec.periodic[a] {
                 continue;
@@ -336,6 +340,30 @@ impl Halo {
                 debug_assert_eq!(buf.len(), n * K_F64);
                 for (g, r) in buf.chunks_exact(K_F64).enumerate() {
                     unpack_kinematics(ps, start + g, r);
+                }
+            }
+        }
+    }
+}
+
+impl Halo {
+    /// [`Halo::refresh`] of a single process, whose periodic axes are their own neighbours:
+    /// each ghost copied straight from its source (what goes up comes back from below), in
+    /// the same sweep order, without the message buffers (chute: 5 500 ghosts per step).
+    fn refresh_serial(&mut self, dec: &Decomp, ps: &mut Particles) {
+        for a in 0..3 {
+            if !dec.periodic[a] {
+                continue;
+            }
+            // recv[a][0] came from the lower side = what was sent up, send[a][1]
+            for (d, src) in [(0, 1), (1, 0)] {
+                let (start, n) = self.recv[a][d];
+                assert_eq!(n, self.send[a][src].len());
+                for (g, &k) in self.send[a][src].iter().enumerate() {
+                    let (k, t) = (k as usize, start + g);
+                    ps.pos[t] = ps.pos[k];
+                    ps.vel[t] = ps.vel[k];
+                    ps.angvel[t] = ps.angvel[k];
                 }
             }
         }
