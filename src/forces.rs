@@ -357,6 +357,26 @@ impl SlotWriter {
         }
     }
 
+    /// Sphere pair k = (i, j) of task `task`: its result to the accumulators or to its slots
+    /// `pair_slot[k]` (empty in accumulator mode), whichever mode this writer is in.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn sphere(
+        &self,
+        task: usize,
+        k: usize,
+        (i, j): (usize, usize),
+        pair_slot: &[[u32; 2]],
+        f: V3,
+        t1: V3,
+        t2: V3,
+    ) {
+        match self.accumulating() {
+            true => self.accumulate(task, k, i, j, f, t1, t2),
+            false => self.pair(pair_slot[k], f, t1, t2),
+        }
+    }
+
     /// Accumulator mode: add pair k's result to task `task`'s accumulators: +F, T1 on
     /// particle i, −F, T2 on particle j (owned sides only); remember F. Each task is run by one
     /// thread at a time and owns its accumulators; pair k belongs to one task.

@@ -620,19 +620,20 @@ impl Simulation {
     /// Advance one time step. Ghosts are refreshed at the end of the step, so that between
     /// steps (outputs, stats, checkpoints) every copy of a particle holds its current state.
     pub fn step(&mut self) -> Result<()> {
-        if rayon::current_num_threads() < 2 {
-            return self.advance();
-        }
         // Keep the other workers awake through the sequential parts of the step: an idle rayon
         // worker sleeps after a few µs and takes tens of µs to wake (bench/RESULTS.md
         // "Threads"), longer than a parallel region of a small subdomain. The keep-alive jobs
-        // spin by running whatever work the step's parallel regions offer.
+        // spin by running whatever work the step's parallel regions offer (none on 1 thread).
         let stop = AtomicBool::new(false);
-        with_keep_awake(rayon::current_num_threads() - 1, &stop, || {
-            // Set on return and on unwinding alike (the joins wait for the keep-alive jobs).
-            let _stop = SetOnDrop(&stop);
-            self.advance()
-        })
+        with_keep_awake(
+            rayon::current_num_threads().saturating_sub(1),
+            &stop,
+            || {
+                // Set on return and on unwinding alike (the joins wait for the keep-alive jobs).
+                let _stop = SetOnDrop(&stop);
+                self.advance()
+            },
+        )
     }
 
     /// One time step (see [`Self::step`]).

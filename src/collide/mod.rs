@@ -6,7 +6,7 @@
 //! maps onto the MPI halo; SAP's advantage (wide size distributions) does not apply to the
 //! benchmark packings (see docs/ARCHITECTURE.md).
 
-use crate::contact::geom::branch;
+use crate::contact::geom::{branch, image_shift};
 use crate::contact::store::Candidate;
 use crate::contact::Wall;
 use crate::particles::{Particles, BLOCK_ALL};
@@ -123,12 +123,7 @@ fn image_pos(ps: &Particles, i: usize, cell: &V3) -> V3 {
     if c == [0, 0, 0] {
         ps.pos[i]
     } else {
-        ps.pos[i]
-            + V3::new(
-                c[0] as f64 * cell.x,
-                c[1] as f64 * cell.y,
-                c[2] as f64 * cell.z,
-            )
+        ps.pos[i] + image_shift(c, cell)
     }
 }
 
@@ -186,6 +181,10 @@ fn neighbours_of(ps: &Particles, g: &CellGrid, i: usize, skin: f64, buf: &mut Ve
     let c = g.cell_coords(&xi);
     let ri = ps.radius[i];
     let fixed_i = ps.blocked[i] == BLOCK_ALL;
+    let dist2 = |xr: &[f64; 4]| {
+        let d = [xr[0] - xi.x, xr[1] - xi.y, xr[2] - xi.z];
+        d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
+    };
     let lo = |a: usize| c[a].saturating_sub(1);
     let hi = |a: usize| (c[a] + 1).min(g.dims[a] - 1);
     for cz in lo(2)..=hi(2) {
@@ -201,8 +200,7 @@ fn neighbours_of(ps: &Particles, g: &CellGrid, i: usize, skin: f64, buf: &mut Ve
                 let mut hit = [0u32; SCAN];
                 let mut nh = 0;
                 for (s, (xr, &j)) in g.xr[b0..b1].iter().zip(&g.items[b0..b1]).enumerate() {
-                    let d = [xr[0] - xi.x, xr[1] - xi.y, xr[2] - xi.z];
-                    let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                    let d2 = dist2(xr);
                     let reach = ri + xr[3] + skin;
                     hit[nh] = s as u32;
                     nh += ((d2 < reach * reach * MARGIN) & (j as usize > i)) as usize;
@@ -212,10 +210,8 @@ fn neighbours_of(ps: &Particles, g: &CellGrid, i: usize, skin: f64, buf: &mut Ve
                     if fixed_i && ps.blocked[j] == BLOCK_ALL {
                         continue;
                     }
-                    let d = [xr[0] - xi.x, xr[1] - xi.y, xr[2] - xi.z];
-                    let d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
                     let touch = ri + xr[3];
-                    buf.push(candidate(ps, i, j, d2 <= touch * touch * MARGIN));
+                    buf.push(candidate(ps, i, j, dist2(xr) <= touch * touch * MARGIN));
                 }
             }
         }

@@ -286,10 +286,8 @@ fn scatter(
             st[k].n_old = b.n.get(q);
             (b.f.get(q), b.t1.get(q), b.t2.get(q))
         };
-        match out.accumulating() {
-            true => out.accumulate(task, base + k, b.i[q] as usize, b.j[q] as usize, f, t1, t2),
-            false => out.pair(pair_slot[base + k], f, t1, t2),
-        }
+        let ij = (b.i[q] as usize, b.j[q] as usize);
+        out.sphere(task, base + k, ij, pair_slot, f, t1, t2);
     }
 }
 

@@ -11,13 +11,21 @@ pub fn branch(x1: V3, x2: V3, c1: [i32; 3], c2: [i32; 3], cell: &V3) -> V3 {
     let dc = [c2[0] - c1[0], c2[1] - c1[1], c2[2] - c1[2]];
     let mut l = x2 - x1;
     if dc != [0, 0, 0] {
-        l += V3::new(
-            dc[0] as f64 * cell.x,
-            dc[1] as f64 * cell.y,
-            dc[2] as f64 * cell.z,
-        );
+        l += image_shift(dc, cell);
     }
     l
+}
+
+/// H c: the shift of periodic image offset `c` (in cell lengths) for an orthogonal cell of edge
+/// lengths `cell`. The one place it is formed, so that the binning, the pair store's shift
+/// codes and [`branch`] agree to the bit.
+#[inline(always)]
+pub fn image_shift(c: [i32; 3], cell: &V3) -> V3 {
+    V3::new(
+        c[0] as f64 * cell.x,
+        c[1] as f64 * cell.y,
+        c[2] as f64 * cell.z,
+    )
 }
 
 /// Velocity of the material point of 2 relative to that of 1 at the contact point, with lever

@@ -1,7 +1,7 @@
 //! Contacts: geometry ([`geom`]), constitutive laws ([`law`]) and the persistent pair store with
-//! its history ([`store`]). [`sphere_pairs`] and [`wall_pairs`] run one step of the contact
-//! loop (rayon over fixed chunks: each pair's result depends on that pair alone, so the loop is
-//! bit-identical for any thread count).
+//! its history ([`store`]). [`sphere_pairs`] (frictional, in batches: [`batch`]), [`cpm_pairs`]
+//! and [`wall_pairs`] run one step of the contact loop; each pair's result depends on that pair
+//! alone, so its bits do not depend on how the pairs are split among threads.
 
 pub mod batch;
 pub mod geom;
@@ -106,8 +106,7 @@ impl<'a> PairsView<'a> {
     /// contact flag); the result goes to the pair's slots or to task `task`'s accumulators.
     ///
     /// A pair that is not in contact and whose distance exceeds `reach_factor` (r₁ + r₂) is
-    /// skipped before the law is called (most candidates of the Verlet list are apart: chute,
-    /// 100 000 of 115 000).
+    /// skipped before the law is called (most candidates of the Verlet list are apart).
     ///
     /// # Safety
     /// No other thread may run an overlapping range at the same time.
@@ -144,10 +143,7 @@ impl<'a> PairsView<'a> {
             if !(was_active || act[k]) {
                 continue;
             }
-            match out.accumulating() {
-                true => out.accumulate(task, base + k, i, j, f.f, f.t1, f.t2),
-                false => out.pair(pair_slot[base + k], f.f, f.t1, f.t2),
-            }
+            out.sphere(task, base + k, (i, j), pair_slot, f.f, f.t1, f.t2);
         }
     }
 

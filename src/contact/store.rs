@@ -172,7 +172,8 @@ impl PairList {
     /// Give every pair the code of its periodic image shift H (c₂ − c₁) (thesis §2.3, digest
     /// A11.2), `image` being the particles' image offsets and `cell` the cell's edge lengths,
     /// so that the contact loop loads one byte per pair instead of both particles' images.
-    /// The shift is formed exactly as [`crate::contact::geom::branch`] forms it (same bits).
+    /// The shift is [`crate::contact::geom::image_shift`], as in [`crate::contact::geom::branch`]
+    /// (same bits).
     pub fn set_shifts(&mut self, image: &[[i32; 3]], cell: &V3) {
         self.shift_dc.clear();
         self.shift_dc.push([0; 3]);
@@ -186,12 +187,8 @@ impl PairList {
                 Some(c) => c,
                 None => {
                     self.shift_dc.push(dc);
-                    let s = V3::new(
-                        dc[0] as f64 * cell.x,
-                        dc[1] as f64 * cell.y,
-                        dc[2] as f64 * cell.z,
-                    );
-                    self.shifts.push(s);
+                    self.shifts
+                        .push(crate::contact::geom::image_shift(dc, cell));
                     self.shift_dc.len() - 1
                 }
             };
