@@ -144,7 +144,7 @@ fn candidate(ps: &Particles, a: usize, b: usize, near: bool) -> Candidate {
 /// owned–ghost pair, grouped by the pair's lower local index in index (space-filling curve)
 /// order — the order the contact loop wants, so no sort is needed. Particle 1 of each
 /// candidate has the lower gid; `near` marks pairs that may touch now (gap ≤ 0, with
-/// [`MARGIN`]). Pairs of two particles with all DOFs blocked are skipped (they can exert
+/// the relative margin `MARGIN`). Pairs of two particles with all DOFs blocked are skipped (they can exert
 /// nothing on anything).
 pub fn sphere_candidates(
     ps: &Particles,

@@ -26,7 +26,7 @@ use crate::particles::Particles;
 use crate::V3;
 
 /// Pairs per batch: the lanes of one batch (~25 KB) stay in L1.
-pub const LANES: usize = 64;
+const LANES: usize = 64;
 
 impl Kernel {
     /// The law on all lanes of `b` ([`kernel`]) in this variant.
@@ -64,7 +64,7 @@ impl L3 {
 /// anyway (no traps, no branches) and the scatter ignores them.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-pub struct Lanes {
+struct Lanes {
     // inputs: geometry
     l: L3,
     d2: [f64; LANES],

@@ -1,9 +1,9 @@
 //! Contacts: geometry ([`geom`]), constitutive laws ([`law`]) and the persistent pair store with
-//! its history ([`store`]). [`sphere_pairs`] (frictional, in batches: [`batch`]), [`cpm_pairs`]
+//! its history ([`store`]). [`sphere_pairs`] (frictional, in batches: `batch.rs`), [`cpm_pairs`]
 //! and [`wall_pairs`] run one step of the contact loop; each pair's result depends on that pair
 //! alone, so its bits do not depend on how the pairs are split among threads.
 
-pub mod batch;
+mod batch;
 pub mod geom;
 pub mod law;
 pub mod store;
@@ -38,7 +38,7 @@ fn reduced_mass(m1: f64, m2: f64) -> f64 {
 }
 
 /// Sphere–sphere contact loop of one step (frictional materials), in batches
-/// ([`batch`]). Particle 1 of each pair has the lower gid. Periodic images enter through the
+/// (`batch.rs`). Particle 1 of each pair has the lower gid. Periodic images enter through the
 /// pairs' shift codes ([`PairList::set_shifts`]). Each pair's force goes to its slots
 /// (`slots[k]`) or to its task's accumulators through `out`.
 pub fn sphere_pairs(
