@@ -4,8 +4,10 @@
 //! divisions in a row): run pair by pair, the processor waits on it (chute: ~55 ns per
 //! touching pair, measured). The loop is split in three passes over batches of [`LANES`]
 //! pairs:
-//! 1. *select*: the distance check of every candidate; the pairs in contact (and those that
-//!    were) copy their kinematics and history into structure-of-arrays lanes ([`Lanes`]);
+//! 1. *select*: the distance check of every candidate, [`SEL`] pairs at a time into a bit
+//!    mask (with AVX-512, eight pairs per instruction through gathers: chute contact phase
+//!    −8 %, measured); the pairs in contact (and those that were) copy their kinematics and
+//!    history into structure-of-arrays lanes ([`Lanes`]);
 //! 2. *kernel*: the law on all lanes, without branches, so that the compiler vectorises it
 //!    (SSE2 in the generic build; AVX2 or AVX-512 picked at run time, [`crate::kernel`]);
 //! 3. *scatter*: histories back to the pair store, forces to the slots or accumulators, in pair
@@ -27,6 +29,9 @@ use crate::V3;
 
 /// Pairs per batch: the lanes of one batch (~25 KB) stay in L1.
 const LANES: usize = 64;
+
+/// Pairs per block of the select pass (bits of a `u64`).
+const SEL: usize = 64;
 
 impl Kernel {
     /// The law on all lanes of `b` ([`kernel`]) in this variant.
@@ -227,38 +232,145 @@ impl PairsView<'_> {
         let (act, st) = self.pp.range(r);
         let mut b = Lanes::new();
         let mut m = 0;
-        for k in 0..st.len() {
-            let (i, j) = (self.i[base + k] as usize, self.j[base + k] as usize);
-            let br = branch_at(pos, radius, self.shifts, self.code[base + k], i, j);
-            if !act[k] {
-                let reach = br.r1 + br.r2;
-                if br.d2 >= reach * reach {
-                    continue; // apart, and was: nothing to add
+        let n = st.len();
+        for c0 in (0..n).step_by(SEL) {
+            let c1 = (c0 + SEL).min(n);
+            // Pass 1a: which pairs of the block may act (a superset of those that do).
+            let mut bits = self.select(kernel, base + c0..base + c1, &act[c0..c1], pos, radius);
+            while bits != 0 {
+                let k = c0 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let (i, j) = (self.i[base + k] as usize, self.j[base + k] as usize);
+                let br = branch_at(pos, radius, self.shifts, self.code[base + k], i, j);
+                if !act[k] {
+                    let reach = br.r1 + br.r2;
+                    if br.d2 >= reach * reach {
+                        continue; // apart, and was: nothing to add
+                    }
+                    // A new contact. Its n_old is never used: the shear force starts at zero,
+                    // and the rotation of a zero vector is zero.
+                    act[k] = true;
+                    let phys = mix(
+                        &mats[ps.material[i] as usize],
+                        &mats[ps.material[j] as usize],
+                        br.r1,
+                        br.r2,
+                        reduced_mass(ps.mass[i], ps.mass[j]),
+                    );
+                    st[k] = ContactState::new(phys, V3::zeros());
                 }
-                // A new contact. Its n_old is never used: the shear force starts at zero, and
-                // the rotation of a zero vector is zero.
-                act[k] = true;
-                let phys = mix(
-                    &mats[ps.material[i] as usize],
-                    &mats[ps.material[j] as usize],
-                    br.r1,
-                    br.r2,
-                    reduced_mass(ps.mass[i], ps.mass[j]),
-                );
-                st[k] = ContactState::new(phys, V3::zeros());
-            }
-            b.load(m, k, i, j, br, ps, &st[k]);
-            m += 1;
-            if m == LANES {
-                kernel.run(&mut b, dt);
-                scatter(&b, m, base, act, st, task, pair_slot, out);
-                m = 0;
+                b.load(m, k, i, j, br, ps, &st[k]);
+                m += 1;
+                if m == LANES {
+                    kernel.run(&mut b, dt);
+                    scatter(&b, m, base, act, st, task, pair_slot, out);
+                    m = 0;
+                }
             }
         }
         if m > 0 {
             kernel.run(&mut b, dt);
             scatter(&b, m, base, act, st, task, pair_slot, out);
         }
+    }
+
+    /// Pass 1a of pairs `r` (at most [`SEL`]) with contact flags `act`: bit q is set if pair
+    /// `r.start + q` is in contact or within reach (|l| < r₁ + r₂), the test of the per-pair
+    /// loop (which repeats it exactly, so only the cost depends on the variant).
+    #[inline(always)]
+    fn select(
+        &self,
+        kernel: Kernel,
+        r: std::ops::Range<usize>,
+        act: &[bool],
+        pos: &[V3],
+        radius: &[f64],
+    ) -> u64 {
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Avx512 {
+            // SAFETY: `Kernel::detect` found AVX-512F.
+            return unsafe { self.select_avx512(r, act, pos, radius) };
+        }
+        let _ = kernel;
+        self.select_scalar(r, 0, act, pos, radius)
+    }
+
+    /// [`Self::select`] pair by pair, from the `q0`-th pair of `r` on.
+    #[inline(always)]
+    fn select_scalar(
+        &self,
+        r: std::ops::Range<usize>,
+        q0: usize,
+        act: &[bool],
+        pos: &[V3],
+        radius: &[f64],
+    ) -> u64 {
+        let mut bits = 0u64;
+        for (q, &a) in act.iter().enumerate().take(r.len()).skip(q0) {
+            let k = r.start + q;
+            let (i, j) = (self.i[k] as usize, self.j[k] as usize);
+            let br = branch_at(pos, radius, self.shifts, self.code[k], i, j);
+            let reach = br.r1 + br.r2;
+            bits |= ((a | (br.d2 < reach * reach)) as u64) << q;
+        }
+        bits
+    }
+
+    /// [`Self::select`] eight pairs at a time with gathers. The shift is added for every pair
+    /// (shift code 0 adds +0.0, which leaves |l|² unchanged), so |l|² has the bits of
+    /// [`branch_at`]'s.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2")]
+    unsafe fn select_avx512(
+        &self,
+        r: std::ops::Range<usize>,
+        act: &[bool],
+        pos: &[V3],
+        radius: &[f64],
+    ) -> u64 {
+        use std::arch::x86_64::*;
+        let len = r.len();
+        assert!(len <= SEL && act.len() == len && r.end <= self.i.len());
+        assert!(r.end <= self.j.len() && r.end <= self.code.len());
+        let (px, rad, sh) = (
+            pos.as_ptr() as *const f64,
+            radius.as_ptr(),
+            self.shifts.as_ptr() as *const f64,
+        );
+        let three = _mm256_set1_epi32(3);
+        let mut bits = 0u64;
+        let mut q = 0;
+        while q + 8 <= len {
+            let k = r.start + q;
+            let vi = _mm256_loadu_si256(self.i.as_ptr().add(k) as *const __m256i);
+            let vj = _mm256_loadu_si256(self.j.as_ptr().add(k) as *const __m256i);
+            let vc =
+                _mm256_cvtepu8_epi32(_mm_loadl_epi64(self.code.as_ptr().add(k) as *const __m128i));
+            let (i3, j3, c3) = (
+                _mm256_mullo_epi32(vi, three),
+                _mm256_mullo_epi32(vj, three),
+                _mm256_mullo_epi32(vc, three),
+            );
+            let mut d2 = _mm512_setzero_pd();
+            for a in 0..3 {
+                let xi = _mm512_i32gather_pd::<8>(i3, px.add(a));
+                let xj = _mm512_i32gather_pd::<8>(j3, px.add(a));
+                let s = _mm512_i32gather_pd::<8>(c3, sh.add(a));
+                let l = _mm512_add_pd(_mm512_sub_pd(xj, xi), s);
+                d2 = _mm512_add_pd(d2, _mm512_mul_pd(l, l));
+            }
+            let reach = _mm512_add_pd(
+                _mm512_i32gather_pd::<8>(vi, rad),
+                _mm512_i32gather_pd::<8>(vj, rad),
+            );
+            let near = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(d2, _mm512_mul_pd(reach, reach));
+            // 8 flags (bytes 0 or 1) to 8 bits
+            let a8 = u64::from_le_bytes(*(act.as_ptr().add(q) as *const [u8; 8]));
+            let on = (a8.wrapping_mul(0x0102_0408_1020_4080) >> 56) as u8;
+            bits |= ((near | on) as u64) << q;
+            q += 8;
+        }
+        bits | self.select_scalar(r, q, act, pos, radius)
     }
 }
 
@@ -392,5 +504,71 @@ mod tests {
                 assert_eq!(g.u_n[q], u_n);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod select_tests {
+    use super::*;
+    use crate::contact::store::{Candidate, PairList};
+    use crate::particles::Particle;
+    use crate::scene::gen::Lcg;
+
+    /// Every variant of the select pass marks the pairs the scalar test marks, on random pairs
+    /// with periodic shifts, contact flags and blocks of every length.
+    #[test]
+    fn select_variants_agree_with_the_scalar_test() {
+        let mut rng = Lcg::at(7, 0);
+        let mut ps = Particles::default();
+        for g in 0..300u64 {
+            let x = V3::new(rng.uniform(), rng.uniform(), rng.uniform()) * 4.0;
+            ps.push_owned(&Particle::sphere(g, x, 0.3 + 0.3 * rng.uniform(), 1.0, 0));
+        }
+        for g in 0..300 {
+            // some copies in another image: their pairs get non-zero shift codes
+            ps.image[g] = [(g % 3) as i32 - 1, 0, (g % 2) as i32];
+        }
+        let mut cands = Vec::new();
+        for a in 0..300u32 {
+            for b in [a + 1, a + 7, a + 31] {
+                if b < 300 {
+                    let key = (a as u64, b as u64);
+                    cands.push(Candidate {
+                        key,
+                        i: a,
+                        j: b,
+                        near: true,
+                    });
+                }
+            }
+        }
+        let mut pl = PairList::default();
+        pl.merge(&cands, false, false, |_| true);
+        pl.set_shifts(&ps.image, &V3::new(4.0, 4.0, 4.0));
+        for (k, a) in pl.active.iter_mut().enumerate() {
+            *a = k % 5 == 0;
+        }
+        let act = pl.active.clone();
+        let v = PairsView::new(&mut pl);
+        let (pos, radius) = (&ps.pos[..], &ps.radius[..]);
+        let mut hits = 0;
+        for (start, len) in [
+            (0, 64),
+            (3, 64),
+            (64, 61),
+            (200, 7),
+            (500, 1),
+            (700, 0),
+            (800, 40),
+        ] {
+            let r = start..start + len;
+            let want = v.select_scalar(r.clone(), 0, &act[r.clone()], pos, radius);
+            let got = v.select(Kernel::detect(), r.clone(), &act[r.clone()], pos, radius);
+            assert_eq!(got, want, "pairs {r:?}, kernel {:?}", Kernel::detect());
+            hits += want.count_ones();
+            assert!(len == 64 || want >> len == 0);
+        }
+        // both outcomes occur, apart from the flags
+        assert!(hits > 20 && hits < 200, "{hits}");
     }
 }
