@@ -831,7 +831,7 @@ impl Simulation {
     pub fn elastic_energy(&self) -> f64 {
         let ps = &self.ps;
         let mut e = ExactSum::new();
-        let shear = |st: &crate::contact::store::ContactState| {
+        let shear = |st: &crate::contact::store::FrictState| {
             if st.phys.ks > 0.0 {
                 0.5 * st.fs.norm_squared() / st.phys.ks
             } else {
@@ -865,7 +865,7 @@ impl Simulation {
         let (mut c, mut om) = ([0i64; 3], ExactSum::new());
         for k in 0..self.pairs.len() {
             if self.pairs.active[k] && (self.pairs.i[k] as usize) < n_owned {
-                let h = &self.pairs.state[k].cpm;
+                let h = &self.pairs.cpm[k];
                 if h.cohesive {
                     c[(h.omega > 0.0) as usize] += 1;
                     om.add(h.omega);

@@ -19,7 +19,7 @@
 //! thread count.
 
 use super::law::linear::cundall_strack_step;
-use super::store::ContactState;
+use super::store::FrictState;
 use super::{branch_at, geom, reduced_mass, PairsView};
 use crate::forces::SlotWriter;
 use crate::kernel::Kernel;
@@ -142,7 +142,7 @@ impl Lanes {
         j: usize,
         b: super::Branch,
         ps: &Particles,
-        st: &ContactState,
+        st: &FrictState,
     ) {
         self.k[q] = k as u32;
         self.i[q] = i as u32;
@@ -257,7 +257,7 @@ impl PairsView<'_> {
                         br.r2,
                         reduced_mass(ps.mass[i], ps.mass[j]),
                     );
-                    st[k] = ContactState::new(phys, V3::zeros());
+                    st[k] = FrictState::new(phys, V3::zeros());
                 }
                 b.load(m, k, i, j, br, ps, &st[k]);
                 m += 1;
@@ -383,7 +383,7 @@ fn scatter(
     m: usize,
     base: usize,
     act: &mut [bool],
-    st: &mut [ContactState],
+    st: &mut [FrictState],
     task: usize,
     pair_slot: &[[u32; 2]],
     out: SlotWriter,
@@ -467,7 +467,7 @@ mod tests {
                 }
                 // The scalar law on the same pair.
                 let b0 = random_lanes(seed);
-                let mut st = ContactState::new(
+                let mut st = FrictState::new(
                     FrictPhys {
                         kn: b0.kn[q],
                         ks: b0.ks[q],

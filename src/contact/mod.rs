@@ -14,7 +14,7 @@ use crate::particles::Particles;
 use crate::V3;
 use law::cpm::{self, CpmMat, CpmPhys, CpmState};
 use rayon::prelude::*;
-use store::{ContactState, CpmHist, PairForce, PairList};
+use store::{CpmHist, FrictState, PairForce, PairList};
 
 /// Pairs per rayon task: large enough to amortise scheduling, small enough to balance.
 pub const CHUNK: usize = 2048;
@@ -93,7 +93,12 @@ impl<'a> PairsView<'a> {
             pp: PairsPtr {
                 act: pairs.active.as_mut_ptr(),
                 st: pairs.state.as_mut_ptr(),
-                n: pairs.active.len().min(pairs.state.len()),
+                cpm: pairs.cpm.as_mut_ptr(),
+                n: pairs
+                    .active
+                    .len()
+                    .min(pairs.state.len())
+                    .min(pairs.cpm.len()),
             },
             i: &pairs.i,
             j: &pairs.j,
@@ -122,10 +127,11 @@ impl<'a> PairsView<'a> {
         reach_factor: f64,
         law: &L,
     ) where
-        L: Fn(&mut bool, &mut ContactState, Branch, usize, usize) -> PairForce,
+        L: Fn(&mut bool, &mut FrictState, &mut CpmHist, Branch, usize, usize) -> PairForce,
     {
         let (pos, radius) = (&ps.pos[..], &ps.radius[..]);
         let base = r.start;
+        let cpm = self.pp.range_cpm(r.clone());
         let (act, st) = self.pp.range(r);
         for k in 0..st.len() {
             let (i, j) = (self.i[base + k] as usize, self.j[base + k] as usize);
@@ -139,7 +145,7 @@ impl<'a> PairsView<'a> {
                     continue;
                 }
             }
-            let f = law(&mut act[k], &mut st[k], b, i, j);
+            let f = law(&mut act[k], &mut st[k], &mut cpm[k], b, i, j);
             if !(was_active || act[k]) {
                 continue;
             }
@@ -163,7 +169,7 @@ fn pair_loop<L>(
     reach_factor: f64,
     law: L,
 ) where
-    L: Fn(&mut bool, &mut ContactState, Branch, usize, usize) -> PairForce + Sync,
+    L: Fn(&mut bool, &mut FrictState, &mut CpmHist, Branch, usize, usize) -> PairForce + Sync,
 {
     let v = PairsView::new(pairs);
     let ps_slot = &slots.pair_slot;
@@ -200,7 +206,8 @@ where
 #[derive(Clone, Copy)]
 struct PairsPtr {
     act: *mut bool,
-    st: *mut ContactState,
+    st: *mut FrictState,
+    cpm: *mut CpmHist,
     n: usize,
 }
 
@@ -210,12 +217,22 @@ impl PairsPtr {
     /// # Safety
     /// No other live reference may reach these elements (the caller hands out disjoint ranges).
     #[allow(clippy::mut_from_ref)]
-    unsafe fn range(&self, r: std::ops::Range<usize>) -> (&mut [bool], &mut [ContactState]) {
+    unsafe fn range(&self, r: std::ops::Range<usize>) -> (&mut [bool], &mut [FrictState]) {
         assert!(r.start <= r.end && r.end <= self.n);
         (
             std::slice::from_raw_parts_mut(self.act.add(r.start), r.len()),
             std::slice::from_raw_parts_mut(self.st.add(r.start), r.len()),
         )
+    }
+
+    /// The CPM histories of pairs `r`.
+    ///
+    /// # Safety
+    /// As [`Self::range`].
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn range_cpm(&self, r: std::ops::Range<usize>) -> &mut [CpmHist] {
+        assert!(r.start <= r.end && r.end <= self.n);
+        std::slice::from_raw_parts_mut(self.cpm.add(r.start), r.len())
     }
 }
 
@@ -271,7 +288,7 @@ pub fn cpm_pairs(
         out,
         ps,
         cs.link_factor.max(1.0),
-        |act, st, b, i, j| cpm_pair(act, st, ps, mats, dt, cs, b, i, j),
+        |act, st, h, b, i, j| cpm_pair(act, st, h, ps, mats, dt, cs, b, i, j),
     );
 }
 
@@ -281,7 +298,8 @@ pub fn cpm_pairs(
 #[allow(clippy::too_many_arguments)]
 pub fn cpm_pair(
     active: &mut bool,
-    st: &mut ContactState,
+    st: &mut FrictState,
+    hist: &mut CpmHist,
     ps: &Particles,
     mats: &[CpmMat],
     dt: f64,
@@ -305,19 +323,19 @@ pub fn cpm_pair(
         // when its link broke.
         let d0 = if cohesive { d } else { d.min(reach) };
         *active = true;
-        *st = ContactState {
+        *st = FrictState {
             n_old: l / d,
             fs: V3::zeros(),
             phys: Default::default(),
-            cpm: CpmHist {
-                d0,
-                omega: if cohesive { 0.0 } else { 1.0 }, // thesis §3.2.1
-                cohesive,
-                ..Default::default()
-            },
+        };
+        *hist = CpmHist {
+            d0,
+            omega: if cohesive { 0.0 } else { 1.0 }, // thesis §3.2.1
+            cohesive,
+            ..Default::default()
         };
     }
-    let h = st.cpm;
+    let h = *hist;
     let d = d2.sqrt();
     if h.cohesive && d - h.d0 > cs.max_stretch {
         *active = false; // fully damaged link beyond the collider's reach
@@ -358,7 +376,7 @@ pub fn cpm_pair(
     }
     st.n_old = n;
     st.fs = cst.eps_t;
-    st.cpm = CpmHist {
+    *hist = CpmHist {
         d0: h.d0,
         kappa: cst.kappa,
         omega: cst.omega,
@@ -411,7 +429,7 @@ pub fn wall_pairs(
 #[inline]
 pub fn wall_pair(
     active: &mut bool,
-    st: &mut ContactState,
+    st: &mut FrictState,
     ps: &Particles,
     wall: &Wall,
     mats: &[Material],
@@ -435,7 +453,7 @@ pub fn wall_pair(
             r,
             ps.mass[i],
         );
-        *st = ContactState::new(phys, n);
+        *st = FrictState::new(phys, n);
     }
     let w2 = ps.angvel[i];
     let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, ps.vel[i], w2, r, n);

@@ -210,7 +210,7 @@ impl Halo {
         self.up.push(0.0);
         let stored = (0..list.len())
             .filter(|&k| list.active[k])
-            .map(|k| (list.key[k], list.state[k]));
+            .map(|k| (list.key[k], list.record(k)));
         let arrived = self
             .incoming
             .iter()

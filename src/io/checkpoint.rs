@@ -111,7 +111,7 @@ fn collect(sim: &Simulation) -> Local {
             for a in 0..3 {
                 l.c_image.push(ps.image[j][a] - ps.image[i][a]);
             }
-            pl.state[k].pack(&mut l.c_state);
+            pl.record(k).pack(&mut l.c_state);
         }
         if pl.leading[k] && i < n {
             l.lead_gid1.push(pl.key[k].0);
@@ -123,7 +123,7 @@ fn collect(sim: &Simulation) -> Local {
         if wl.active[k] && (wl.i[k] as usize) < n {
             l.w_gid.push(wl.key[k].0);
             l.w_wall.push(wl.key[k].1);
-            wl.state[k].pack(&mut l.w_state);
+            wl.record(k).pack(&mut l.w_state);
         }
     }
     l

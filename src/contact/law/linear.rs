@@ -3,7 +3,7 @@
 //! restitution coefficient (digest A6, last bullet).
 
 use super::super::geom::rotate_shear;
-use super::super::store::ContactState;
+use super::super::store::FrictState;
 use crate::material::FrictPhys;
 use crate::V3;
 
@@ -17,7 +17,7 @@ use crate::V3;
 ///   K_T Δt v12⊥ (demhpc sign, digest A13 row 4: friction on 1 follows 2's sliding) and returned
 ///   radially to |F_T| ≤ |F_N^el| tan φ (Coulomb, eq. 2.48).
 #[inline(always)]
-pub fn cundall_strack(st: &mut ContactState, n: V3, u_n: f64, v12: V3, twist: f64, dt: f64) -> V3 {
+pub fn cundall_strack(st: &mut FrictState, n: V3, u_n: f64, v12: V3, twist: f64, dt: f64) -> V3 {
     let (f, fs) = cundall_strack_step(&st.phys, st.fs, st.n_old, n, u_n, v12, twist, dt);
     st.fs = fs;
     st.n_old = n;
@@ -56,8 +56,8 @@ pub fn cundall_strack_step(
 mod tests {
     use super::*;
 
-    fn state(tan_phi: f64) -> ContactState {
-        ContactState::new(
+    fn state(tan_phi: f64) -> FrictState {
+        FrictState::new(
             FrictPhys {
                 kn: 1e4,
                 ks: 2e3,
