@@ -46,6 +46,8 @@ pub struct ForceSlots {
     /// Accumulator mode: each pair's force on particle 1 (the slots hold it otherwise).
     pair_f: Vec<V3>,
     accumulate: bool,
+    /// Accumulator mode: the last contact loop stored `pair_f` (see [`Self::writer`]).
+    pair_f_recorded: bool,
     wall_buf: Vec<Slot>,
     fill: Vec<u32>,
     /// (partner gid, pair·2 + side) per slot, for ordering.
@@ -179,9 +181,11 @@ impl ForceSlots {
     }
 
     /// Raw writer for the contact loops (see [`SlotWriter`]). Slots start at zero after a
-    /// build; a loop may skip writing a pair that stayed apart.
-    pub fn writer(&mut self) -> SlotWriter {
+    /// build; a loop may skip writing a pair that stayed apart. `record`: in accumulator mode,
+    /// also store each pair's force for [`Self::pair_force`] (the slots hold it otherwise).
+    pub fn writer(&mut self, record: bool) -> SlotWriter {
         let n_owned = self.start.len().saturating_sub(1);
+        self.pair_f_recorded = record;
         SlotWriter {
             acc: match self.accumulate {
                 true => self.acc.as_mut_ptr(),
@@ -189,7 +193,10 @@ impl ForceSlots {
             },
             n_acc: self.acc.len(),
             n_owned,
-            pair_f: self.pair_f.as_mut_ptr(),
+            pair_f: match record {
+                true => self.pair_f.as_mut_ptr(),
+                false => std::ptr::null_mut(),
+            },
             n_pair_f: self.pair_f.len(),
             pairs: self.buf.as_mut_ptr(),
             n_pairs: self.buf.len(),
@@ -242,8 +249,15 @@ impl ForceSlots {
     }
 
     /// Force on particle 1 of sphere pair `k` (zero if particle 1 is a ghost).
+    ///
+    /// # Panics
+    /// In accumulator mode if the last contact loop did not record pair forces.
     pub fn pair_force(&self, k: usize) -> V3 {
         if self.accumulate {
+            assert!(
+                self.pair_f_recorded,
+                "pair forces were not recorded in the last step (Simulation::record_pair_forces)"
+            );
             return self.pair_f[k];
         }
         match self.pair_slot[k][0] {
@@ -334,6 +348,7 @@ pub struct SlotWriter {
     acc: *mut Slot,
     n_acc: usize,
     n_owned: usize,
+    /// Accumulator mode, recording pair forces (null otherwise).
     pair_f: *mut V3,
     n_pair_f: usize,
     walls: *mut Slot,
@@ -383,11 +398,13 @@ impl SlotWriter {
     #[inline]
     #[allow(clippy::too_many_arguments)]
     pub fn accumulate(&self, task: usize, k: usize, i: usize, j: usize, f: V3, t1: V3, t2: V3) {
-        assert!(k < self.n_pair_f);
-        // Like a slot: the force on particle 1 if it is owned here, else zero.
-        let f1 = if i < self.n_owned { f } else { V3::zeros() };
-        // SAFETY: in bounds (checked); pair k is written by its task only (see above).
-        unsafe { *self.pair_f.add(k) = f1 };
+        if !self.pair_f.is_null() {
+            assert!(k < self.n_pair_f);
+            // Like a slot: the force on particle 1 if it is owned here, else zero.
+            let f1 = if i < self.n_owned { f } else { V3::zeros() };
+            // SAFETY: in bounds (checked); pair k is written by its task only (see above).
+            unsafe { *self.pair_f.add(k) = f1 };
+        }
         let base = task * self.n_owned;
         for (p, v) in [(i, [f, t1]), (j, [-f, t2])] {
             if p < self.n_owned {

@@ -140,6 +140,11 @@ pub struct Simulation {
     /// Bounding box over which open axes are cut into subdomains (the initial particles'; kept
     /// in checkpoints so a restart on the same rank count cuts identically).
     pub decomp_bbox: (V3, V3),
+    /// Input: the next `step` stores each pair's force for [`Self::stats`] and
+    /// [`Self::love_weber_stress`] (default: on). A driver that reads them only at output steps
+    /// switches it off for the others (default mode: it saves a 24-byte write per contact per
+    /// step, chute contact loop −3 %); reading them after a step without it panics.
+    pub record_pair_forces: bool,
     /// Input: this rank received a stop request (signal); `step` ORs it over all ranks.
     pub stop_requested: bool,
     /// Output of the last `step`: some rank asked to stop (the same on every rank).
@@ -161,7 +166,7 @@ pub struct Simulation {
     reference: Vec<V3>,
     wall_ref: Vec<V3>,
     perm: Vec<u32>,
-    morton: Vec<(u64, u64)>,
+    sort_count: Vec<u32>,
     scratch: PermuteScratch,
     need_rebuild: bool,
     halo: f64,
@@ -299,6 +304,7 @@ impl Simulation {
             reproducible: scene.reproducible,
             conserved: None,
             decomp_bbox: (bb_lo, bb_hi),
+            record_pair_forces: true,
             stop_requested: false,
             stop_agreed: false,
             checkpoint_requested: false,
@@ -311,7 +317,7 @@ impl Simulation {
             cands: Vec::new(),
             reference: Vec::new(),
             perm: Vec::new(),
-            morton: Vec::new(),
+            sort_count: Vec::new(),
             scratch: PermuteScratch::default(),
             need_rebuild: true,
             halo,
@@ -493,7 +499,7 @@ impl Simulation {
         None
     }
 
-    /// Migrate, wrap, re-sort along a Morton curve, rebuild ghosts, candidate pairs and slots.
+    /// Migrate, wrap, re-sort by grid cell, rebuild ghosts, candidate pairs and slots.
     fn rebuild(&mut self) -> Result<()> {
         self.ps.truncate_ghosts();
         let failure = self.local_failure();
@@ -591,29 +597,16 @@ impl Simulation {
         Ok(())
     }
 
-    /// Re-sort owned particles along a Z-order curve (ties by gid: deterministic).
+    /// Re-sort owned particles by cell of the search grid (ties by gid: deterministic), the
+    /// order in which the search lists candidates grouped by particle
+    /// ([`collide::order_by_cell`]).
     fn sort_owned(&mut self) {
         let ps = &mut self.ps;
-        let n = ps.n_owned;
-        if n == 0 {
+        if ps.n_owned == 0 {
             return;
         }
-        let mut lo = V3::repeat(f64::INFINITY);
-        for x in &ps.pos[..n] {
-            lo = lo.inf(x);
-        }
-        let h = self.halo.max(1e-300);
-        self.morton.clear();
-        for i in 0..n {
-            let c = (ps.pos[i] - lo) / h;
-            let q = |v: f64| (v.max(0.0) as u64).min(0x1f_ffff);
-            self.morton
-                .push((morton3(q(c.x), q(c.y), q(c.z)), ps.gid[i]));
-        }
-        self.perm.clear();
-        self.perm.extend(0..n as u32);
-        let keys = &self.morton;
-        self.perm.sort_unstable_by_key(|&k| keys[k as usize]);
+        self.grid.min_cell = self.halo;
+        collide::order_by_cell(ps, self.halo, &mut self.perm, &mut self.sort_count);
         ps.permute_owned(&self.perm, &mut self.scratch);
     }
 
@@ -646,7 +639,7 @@ impl Simulation {
             self.timers.collide += t0.elapsed().saturating_sub(t_comm);
         }
         let t1 = Instant::now();
-        let out = self.slots.writer();
+        let out = self.slots.writer(self.record_pair_forces);
         let sl = &self.slots;
         if let Some(st) = &mut self.strainer {
             st.pre_step(self.step, self.dt, &mut self.ps);
@@ -928,20 +921,6 @@ impl Simulation {
             .iter()
             .position(|&g| g == gid)
     }
-}
-
-/// Interleave the low 21 bits of three integers (Morton / Z-order key).
-fn morton3(x: u64, y: u64, z: u64) -> u64 {
-    fn spread(v: u64) -> u64 {
-        let mut x = v & 0x1f_ffff;
-        x = (x | x << 32) & 0x1f00000000ffff;
-        x = (x | x << 16) & 0x1f0000ff0000ff;
-        x = (x | x << 8) & 0x100f00f00f00f00f;
-        x = (x | x << 4) & 0x10c30c30c30c30c3;
-        x = (x | x << 2) & 0x1249249249249249;
-        x
-    }
-    spread(x) | spread(y) << 1 | spread(z) << 2
 }
 
 /// Run the pool's pending jobs until `stop` (see [`Simulation::step`]), yielding the core

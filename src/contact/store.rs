@@ -260,7 +260,7 @@ impl PairList {
 
     /// Replace the pair list by `cands`, keeping the history of every pair that touches, and
     /// store touching pairs first, then the others, each group in the order of `cands` (the
-    /// broad phase's: grouped by the lower local index along the space-filling curve). Most
+    /// broad phase's: grouped by the lower local index, in cell order). Most
     /// contacts outlive a rebuild, so their histories stay packed together and are streamed by
     /// the contact loop rather than fetched one cache line at a time from among the far more
     /// numerous near-miss candidates.
