@@ -256,7 +256,7 @@ impl ForceSlots {
         if self.accumulate {
             assert!(
                 self.pair_f_recorded,
-                "pair forces were not recorded in the last step (Simulation::record_pair_forces)"
+                "pair forces were not recorded in the last step (Simulation::record_forces)"
             );
             return self.pair_f[k];
         }

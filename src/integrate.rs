@@ -135,6 +135,7 @@ struct Advance<'a> {
     vel: *mut V3,
     angvel: *mut V3,
     ori: *mut Quat,
+    /// Null: the total forces are not stored.
     force: *mut V3,
     n: usize,
     mass: &'a [f64],
@@ -152,8 +153,16 @@ unsafe impl Send for Advance<'_> {}
 unsafe impl Sync for Advance<'_> {}
 
 impl<'a> Advance<'a> {
-    /// `reference`: positions at the last rebuild; `lambda`: Cundall damping; `g`: gravity.
-    fn new(ps: &'a mut Particles, reference: &'a [V3], dt: f64, lambda: f64, g: V3) -> Self {
+    /// `reference`: positions at the last rebuild; `lambda`: Cundall damping; `g`: gravity;
+    /// `record`: store each particle's total force in `Particles::force`.
+    fn new(
+        ps: &'a mut Particles,
+        reference: &'a [V3],
+        dt: f64,
+        lambda: f64,
+        g: V3,
+        record: bool,
+    ) -> Self {
         let n = ps.n_owned;
         assert!(reference.len() >= n);
         Advance {
@@ -161,7 +170,10 @@ impl<'a> Advance<'a> {
             vel: ps.vel[..n].as_mut_ptr(),
             angvel: ps.angvel[..n].as_mut_ptr(),
             ori: ps.ori[..n].as_mut_ptr(),
-            force: ps.force[..n].as_mut_ptr(),
+            force: match record {
+                true => ps.force[..n].as_mut_ptr(),
+                false => std::ptr::null_mut(),
+            },
             n,
             mass: &ps.mass[..n],
             inertia: &ps.inertia[..n],
@@ -191,7 +203,7 @@ impl<'a> Advance<'a> {
         let v = std::slice::from_raw_parts_mut(self.vel.add(r.start), len);
         let w = std::slice::from_raw_parts_mut(self.angvel.add(r.start), len);
         let q = std::slice::from_raw_parts_mut(self.ori.add(r.start), len);
-        let fo = std::slice::from_raw_parts_mut(self.force.add(r.start), len);
+
         let mut dmax: f64 = 0.0;
         let mut f = [V3::zeros(); LANES];
         let mut t = [V3::zeros(); LANES];
@@ -206,7 +218,9 @@ impl<'a> Advance<'a> {
                 f[k] = fc + self.g * self.mass[p0 + k];
                 t[k] = tc;
             }
-            fo[b0..b0 + n].copy_from_slice(&f[..n]);
+            if !self.force.is_null() {
+                std::slice::from_raw_parts_mut(self.force.add(p0), n).copy_from_slice(&f[..n]);
+            }
             let blk = Block {
                 x: &mut x[b0..b0 + n],
                 v: &mut v[b0..b0 + n],
@@ -337,7 +351,7 @@ impl Kernel {
 }
 
 /// Assemble the force on every owned particle (`contacts(p)` gives the contact force and
-/// torque, gravity m g is added last), store the force in `force`, and integrate — one pass
+/// torque, gravity m g is added last), store the force in `force` if `record_force`, and integrate — one pass
 /// over the particles, rayon over chunks. Returns the largest squared displacement from
 /// `reference` (the positions at the last rebuild), for the Verlet trigger.
 pub fn leapfrog<F>(
@@ -346,12 +360,13 @@ pub fn leapfrog<F>(
     dt: f64,
     lambda: f64,
     g: V3,
+    record_force: bool,
     contacts: F,
 ) -> f64
 where
     F: Fn(usize) -> (V3, V3) + Sync,
 {
-    let adv = Advance::new(ps, reference, dt, lambda, g);
+    let adv = Advance::new(ps, reference, dt, lambda, g, record_force);
     let n = adv.n;
     (0..n.div_ceil(CHUNK))
         .into_par_iter()

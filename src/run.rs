@@ -213,7 +213,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             // Pair forces are read by the series rows and the strainer's rows only.
             let next = sim.step + 1;
             let every = output.series_every;
-            sim.record_pair_forces =
+            sim.record_forces =
                 strain_every > 0 || (every > 0 && (next % every == 0 || next == end));
             sim.stop_requested = signals::requested().is_some();
             sim.checkpoint_requested = root

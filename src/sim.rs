@@ -140,11 +140,15 @@ pub struct Simulation {
     /// Bounding box over which open axes are cut into subdomains (the initial particles'; kept
     /// in checkpoints so a restart on the same rank count cuts identically).
     pub decomp_bbox: (V3, V3),
-    /// Input: the next `step` stores each pair's force for [`Self::stats`] and
-    /// [`Self::love_weber_stress`] (default: on). A driver that reads them only at output steps
-    /// switches it off for the others (default mode: it saves a 24-byte write per contact per
-    /// step, chute contact loop −3 %); reading them after a step without it panics.
-    pub record_pair_forces: bool,
+    /// Input: the next `step` stores each pair's force and each particle's total force
+    /// (`Particles::force`) for [`Self::stats`] and [`Self::love_weber_stress`] (default: on;
+    /// always with a strainer, which reads them every step). A driver that reads them only at
+    /// output steps switches it off for the others (default mode: it saves a 24-byte write per
+    /// contact and per particle per step, chute −3 %); reading pair forces after a step without
+    /// it panics.
+    pub record_forces: bool,
+    /// The last step stored the forces (see `record_forces`).
+    forces_recorded: bool,
     /// Input: this rank received a stop request (signal); `step` ORs it over all ranks.
     pub stop_requested: bool,
     /// Output of the last `step`: some rank asked to stop (the same on every rank).
@@ -304,7 +308,8 @@ impl Simulation {
             reproducible: scene.reproducible,
             conserved: None,
             decomp_bbox: (bb_lo, bb_hi),
-            record_pair_forces: true,
+            record_forces: true,
+            forces_recorded: true,
             stop_requested: false,
             stop_agreed: false,
             checkpoint_requested: false,
@@ -639,7 +644,9 @@ impl Simulation {
             self.timers.collide += t0.elapsed().saturating_sub(t_comm);
         }
         let t1 = Instant::now();
-        let out = self.slots.writer(self.record_pair_forces);
+        let record = self.record_forces || self.strainer.is_some();
+        self.forces_recorded = record;
+        let out = self.slots.writer(record);
         let sl = &self.slots;
         if let Some(st) = &mut self.strainer {
             st.pre_step(self.step, self.dt, &mut self.ps);
@@ -675,6 +682,7 @@ impl Simulation {
             self.dt,
             self.damping,
             self.gravity,
+            record,
             |p| gather.take(p),
         );
         let mut wall_d2: f64 = 0.0;
@@ -756,7 +764,14 @@ impl Simulation {
 
     /// Global quantities of the current state (forces are those of the last step), summed
     /// exactly over all ranks: the same bits for any rank and thread count. Collective.
+    ///
+    /// # Panics
+    /// If the last step did not record the forces ([`Self::record_forces`]).
     pub fn stats(&self) -> Stats {
+        assert!(
+            self.forces_recorded,
+            "forces were not recorded in the last step (Simulation::record_forces)"
+        );
         let ps = &self.ps;
         let nw = self.walls.len();
         // [ke_t, ke_r, Σ|F_c|, Σ|F| over free particles, wall forces…]
