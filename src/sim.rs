@@ -173,6 +173,8 @@ pub struct Simulation {
     sort_count: Vec<u32>,
     scratch: PermuteScratch,
     need_rebuild: bool,
+    /// The next step's integrator returns the box of the displacements (see `advance`).
+    want_box: bool,
     halo: f64,
 }
 
@@ -325,6 +327,7 @@ impl Simulation {
             sort_count: Vec::new(),
             scratch: PermuteScratch::default(),
             need_rebuild: true,
+            want_box: false,
             halo,
         })
     }
@@ -392,6 +395,16 @@ impl Simulation {
         self.halo_ex.refresh(&self.comm, &self.dec, &mut self.ps);
         self.wall_ref = r.wall_ref;
         self.need_rebuild = r.need_rebuild;
+        // `want_box` as the checkpointed step set it (the same maximum: the same rebuild steps).
+        let d2 = self.ps.pos[..n]
+            .iter()
+            .zip(&self.reference)
+            .map(|(x, r)| (x - r).norm_squared())
+            .fold(0.0, |m: f64, d| if d > m || d.is_nan() { d } else { m });
+        let d2 = self
+            .comm
+            .max_f64(if d2.is_nan() { f64::INFINITY } else { d2 });
+        self.want_box = !self.need_rebuild && 2.0 * d2.sqrt() > 0.8 * self.skin;
         self.n_rebuilds = r.n_rebuilds;
         self.set_engine_state(&r.engines)
     }
@@ -676,13 +689,13 @@ impl Simulation {
         );
         let t2 = Instant::now();
         let gather = self.slots.gather();
-        let d2 = integrate::leapfrog(
+        let moved = integrate::leapfrog(
             &mut self.ps,
             &self.reference,
             self.dt,
             self.damping,
             self.gravity,
-            record,
+            (record, self.want_box),
             |p| gather.take(p),
         );
         let mut wall_d2: f64 = 0.0;
@@ -690,24 +703,42 @@ impl Simulation {
             w.point += w.vel * self.dt;
             wall_d2 = wall_d2.max((w.point - r).norm_squared());
         }
-        let half = 0.5 * self.skin;
         let t3 = Instant::now();
         self.halo_ex.refresh(&self.comm, &self.dec, &mut self.ps);
-        // Verlet trigger (thesis eq. 2.10–2.12): a particle or wall moved more than skin/2 on
-        // some rank (a global OR; the max is order-independent, so rebuild steps are the same
+        // Verlet trigger (thesis eq. 2.10–2.12, `collide::still_valid`) on the displacements
+        // of all ranks (maxima and minima are order-independent, so rebuild steps are the same
         // for every rank count). NaN counts as a move.
         // The same message carries the stop requests (signals reach ranks at different steps;
         // all must stop at the same one).
+        let (lo, hi) = (moved.lo, moved.hi);
         let mut m = [
-            if d2.is_nan() { f64::INFINITY } else { d2 },
+            if moved.d2max.is_nan() {
+                f64::INFINITY
+            } else {
+                moved.d2max
+            },
             self.stop_requested as u8 as f64,
             self.checkpoint_requested as u8 as f64,
+            hi.x,
+            hi.y,
+            hi.z,
+            -lo.x,
+            -lo.y,
+            -lo.z,
         ];
         self.comm.max_f64s(&mut m);
-        let d2 = m[0];
+        let moved = integrate::Moved {
+            d2max: m[0],
+            lo: -V3::new(m[6], m[7], m[8]),
+            hi: V3::new(m[3], m[4], m[5]),
+        };
         self.stop_agreed = m[1] > 0.0;
         self.checkpoint_agreed = m[2] > 0.0;
-        self.need_rebuild = !(d2 <= half * half && wall_d2 <= half * half);
+        let walls = (!self.walls.is_empty()).then_some(wall_d2);
+        self.need_rebuild = !collide::still_valid(&moved, walls, self.skin);
+        // The box is needed once 2 max |Δx| nears the skin (without it the trigger falls back
+        // on that bound alone: a particle moving 0.1 skin in one step would rebuild early).
+        self.want_box = !self.need_rebuild && 2.0 * moved.d2max.sqrt() > 0.8 * self.skin;
         self.step += 1;
         self.time += self.dt;
         if let Some(st) = &mut self.strainer {

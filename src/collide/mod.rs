@@ -9,6 +9,7 @@
 use crate::contact::geom::{branch, image_shift};
 use crate::contact::store::Candidate;
 use crate::contact::Wall;
+use crate::integrate::Moved;
 use crate::particles::{Particles, BLOCK_ALL};
 use crate::V3;
 use rayon::prelude::*;
@@ -375,6 +376,28 @@ fn scan_range(
 /// Entries per block of the branch-free candidate test (a stack buffer of hits).
 const SCAN: usize = 64;
 
+/// The Verlet trigger: whether the candidate lists built with gap < `skin` still hold every
+/// pair that may touch, given how far the particles `moved` since (over all ranks) and, if
+/// there are walls, the largest squared wall displacement `walls`.
+///
+/// A sphere pair's gap shrinks by at most |Δx₁ − Δx₂|. The thesis bounds it by 2 max |Δx|
+/// (eq. 2.10–2.12: rebuild once a particle moved skin/2); it is also bounded by the diagonal of
+/// the box holding every Δx, which is the sharper bound when the particles move alike (a
+/// flow, a settling bed: chute ~2× fewer rebuilds). The list is valid while either bound is ≤
+/// `skin`. A sphere–wall gap shrinks by at most |Δx| + |Δw|. NaN displacements (∞ in
+/// `d2max`) invalidate the lists. No particle may move more than `skin` either: a rebuild also
+/// wraps, migrates and checks for escaped particles, which must not lag further behind.
+pub fn still_valid(moved: &Moved, walls: Option<f64>, skin: f64) -> bool {
+    if !moved.d2max.is_finite() {
+        return false;
+    }
+    let dmax = moved.d2max.sqrt();
+    let diag = (moved.hi - moved.lo).norm();
+    let pairs = 2.0 * dmax <= skin || diag <= skin;
+    let walls = walls.is_none_or(|w2| dmax + w2.sqrt() <= skin);
+    pairs && walls && dmax <= skin
+}
+
 /// Sphere–wall candidates (owned spheres whose gap to the wall is < `skin`), sorted by
 /// (gid, wall index). `j` holds the wall index.
 pub fn wall_candidates(ps: &Particles, walls: &[Wall], skin: f64, out: &mut Vec<Candidate>) {
@@ -515,6 +538,109 @@ mod tests {
                 .any(|c| ps.image[c.i as usize] != ps.image[c.j as usize]));
             assert_eq!(out, bf, "seed {seed} skin {skin}");
         }
+    }
+
+    /// [`Moved`] of displacements `d`.
+    fn moved_by(d: &[V3]) -> Moved {
+        let r = vec![V3::zeros(); d.len()];
+        let mut m = Moved {
+            d2max: d.iter().map(|d| d.norm_squared()).fold(0.0, f64::max),
+            ..Moved::NONE
+        };
+        box_of_for_tests(&mut m, d, &r);
+        m
+    }
+
+    fn box_of_for_tests(m: &mut Moved, x: &[V3], r: &[V3]) {
+        for (x, r) in x.iter().zip(r) {
+            m.lo = m.lo.inf(&(x - r));
+            m.hi = m.hi.sup(&(x - r));
+        }
+    }
+
+    #[test]
+    fn verlet_trigger_bounds() {
+        let s = 1.0;
+        let x = |v: f64| V3::new(v, 0.0, 0.0);
+        // apart by ±0.3: 2 max|Δx| = 0.6 ≤ skin
+        assert!(still_valid(&moved_by(&[x(0.3), x(-0.3)]), None, s));
+        // ±0.6: both bounds 1.2
+        assert!(!still_valid(&moved_by(&[x(0.6), x(-0.6)]), None, s));
+        // a flow profile 0 … 0.9 (2 max|Δx| = 1.8, but the box is 0.9 wide)
+        assert!(still_valid(&moved_by(&[x(0.0), x(0.5), x(0.9)]), None, s));
+        // a uniform translation by 0.8, and by 1.2 (more than a skin: rebuild)
+        assert!(still_valid(&moved_by(&[x(0.8), x(0.8)]), None, s));
+        assert!(!still_valid(&moved_by(&[x(1.2), x(1.2)]), None, s));
+        // walls: |Δx| + |Δw| ≤ skin
+        assert!(still_valid(
+            &moved_by(&[x(0.6), x(0.5)]),
+            Some(0.3 * 0.3),
+            s
+        ));
+        assert!(!still_valid(
+            &moved_by(&[x(0.6), x(0.5)]),
+            Some(0.5 * 0.5),
+            s
+        ));
+        // NaN (∞ in d2max)
+        let mut m = moved_by(&[x(0.0)]);
+        m.d2max = f64::INFINITY;
+        assert!(!still_valid(&m, None, s));
+        // no particle anywhere
+        assert!(still_valid(&Moved::NONE, None, s));
+    }
+
+    /// Move every particle of random clouds as far as the trigger allows, each its own way
+    /// (displacements anywhere in a box of diagonal ~0.93 skin, about twice what the thesis'
+    /// bound allows): every pair that touches after the move was a candidate before it.
+    #[test]
+    fn displacements_the_trigger_accepts_keep_every_contact_a_candidate() {
+        let skin = 0.4;
+        let (mut checked, mut lost_far) = (0, 0);
+        for seed in 10..20u64 {
+            let mut ps = cloud(500, 9.0, seed);
+            let (mut grid, mut before) = (CellGrid::default(), Vec::new());
+            sphere_candidates(&ps, skin, &V3::repeat(1.0), &mut grid, &mut before);
+            let keys: std::collections::BTreeSet<_> = before.iter().map(|c| c.key).collect();
+            let mut s = seed;
+            let dir = V3::new(1.0, 0.3, -0.2).normalize();
+            let d: Vec<V3> = (0..ps.len())
+                .map(|_| {
+                    // along the flow 0 … 0.85 skin, across it ±0.1 skin
+                    let along = 0.85 * skin * lcg(&mut s);
+                    let across = V3::new(0.0, 1.0, 0.0) * 0.2 * skin * (lcg(&mut s) - 0.5);
+                    dir * along + across
+                })
+                .collect();
+            let m = moved_by(&d);
+            assert!(still_valid(&m, None, skin) && 2.0 * m.d2max.sqrt() > skin);
+            // 1.7 times as far, the trigger refuses (and contacts do get lost)
+            let far: Vec<V3> = d.iter().map(|d| d * 1.7).collect();
+            assert!(!still_valid(&moved_by(&far), None, skin));
+            let mut moved = ps.clone();
+            for (x, d) in moved.pos.iter_mut().zip(&far) {
+                *x += d;
+            }
+            lost_far += brute_force_candidates(&moved, 0.0, &V3::repeat(1.0))
+                .iter()
+                .filter(|c| c.near && !keys.contains(&c.key))
+                .count();
+            for (x, d) in ps.pos.iter_mut().zip(&d) {
+                *x += d;
+            }
+            for c in brute_force_candidates(&ps, 0.0, &V3::repeat(1.0)) {
+                if c.near {
+                    assert!(
+                        keys.contains(&c.key),
+                        "seed {seed}: {:?} was no candidate",
+                        c.key
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 500, "{checked}");
+        assert!(lost_far > 0);
     }
 
     #[test]
