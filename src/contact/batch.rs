@@ -6,8 +6,9 @@
 //! pairs:
 //! 1. *select*: the distance check of every candidate, [`SEL`] pairs at a time into a bit
 //!    mask (with AVX-512, eight pairs per instruction through gathers: chute contact phase
-//!    −8 %, measured); the pairs in contact (and those that were) copy their kinematics and
-//!    history into structure-of-arrays lanes ([`Lanes`]);
+//!    −8 %, measured); the pairs in contact (and those that were) copy their geometry,
+//!    kinematics and history into structure-of-arrays lanes ([`Lanes::fill`]; with AVX-512,
+//!    eight lanes per gather);
 //! 2. *kernel*: the law on all lanes, without branches, so that the compiler vectorises it
 //!    (SSE2 in the generic build; AVX2 or AVX-512 picked at run time, [`crate::kernel`]);
 //! 3. *scatter*: histories back to the pair store, forces to the slots or accumulators, in pair
@@ -98,6 +99,8 @@ struct Lanes {
     k: [u32; LANES],
     i: [u32; LANES],
     j: [u32; LANES],
+    /// The pair's periodic shift code.
+    code: [u32; LANES],
 }
 
 impl Lanes {
@@ -128,6 +131,121 @@ impl Lanes {
             k: [0; LANES],
             i: [0; LANES],
             j: [0; LANES],
+            code: [0; LANES],
+        }
+    }
+
+    /// Pass 1b: the inputs of lanes 0..m from their pairs (`k`, `i`, `j`, `code` set):
+    /// geometry, kinematics and history (pairs `st`).
+    #[inline(always)]
+    fn fill(&mut self, kernel: Kernel, m: usize, ps: &Particles, st: &[FrictState], sh: &[V3]) {
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Avx512 {
+            // SAFETY: `Kernel::detect` found AVX-512F.
+            return unsafe { self.fill_avx512(m, ps, st, sh) };
+        }
+        let _ = kernel;
+        self.fill_scalar(m, ps, st, sh)
+    }
+
+    /// [`Self::fill`] lane by lane.
+    fn fill_scalar(&mut self, m: usize, ps: &Particles, st: &[FrictState], sh: &[V3]) {
+        for q in 0..m {
+            let (k, i, j) = (self.k[q] as usize, self.i[q] as usize, self.j[q] as usize);
+            let br = branch_at(&ps.pos, &ps.radius, sh, self.code[q] as u8, i, j);
+            self.load(q, k, i, j, br, ps, &st[k]);
+        }
+    }
+
+    /// [`Self::fill`] eight lanes at a time with gathers (the same values: copies, and the
+    /// branch vector by [`branch_at`]'s operations, the shift added only where the code is
+    /// not 0). Lanes from m to the next multiple of 8 repeat lane 0's pair.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2")]
+    unsafe fn fill_avx512(&mut self, m: usize, ps: &Particles, st: &[FrictState], sh: &[V3]) {
+        use std::arch::x86_64::*;
+        let n = ps.pos.len();
+        assert!(ps.vel.len() == n && ps.angvel.len() == n && ps.radius.len() == n);
+        for q in 0..m {
+            assert!((self.i[q] as usize) < n && (self.j[q] as usize) < n);
+            assert!((self.k[q] as usize) < st.len() && (self.code[q] as usize) < sh.len());
+        }
+        let m8 = m.div_ceil(8) * 8;
+        for q in m..m8 {
+            (self.k[q], self.i[q], self.j[q]) = (self.k[0], self.i[0], self.j[0]);
+            self.code[q] = self.code[0];
+        }
+        const STRIDE: usize = std::mem::size_of::<FrictState>() / 8;
+        const _: () = assert!(std::mem::size_of::<FrictState>() == 8 * STRIDE);
+        let f64s = |v: &[V3]| v.as_ptr() as *const f64;
+        let (x, vel, w, sh) = (f64s(&ps.pos), f64s(&ps.vel), f64s(&ps.angvel), f64s(sh));
+        let hist = st.as_ptr() as *const f64;
+        // offsets of the history's fields, in f64s
+        let o = |bytes: usize| hist.add(bytes / 8);
+        let (o_fs, o_n) = (
+            o(std::mem::offset_of!(FrictState, fs)),
+            o(std::mem::offset_of!(FrictState, n_old)),
+        );
+        let p = std::mem::offset_of!(FrictState, phys);
+        let o_phys = [
+            o(p + std::mem::offset_of!(FrictPhys, kn)),
+            o(p + std::mem::offset_of!(FrictPhys, ks)),
+            o(p + std::mem::offset_of!(FrictPhys, tan_phi)),
+            o(p + std::mem::offset_of!(FrictPhys, cn)),
+        ];
+        let (three, stride) = (_mm256_set1_epi32(3), _mm256_set1_epi32(STRIDE as i32));
+        let ld =
+            |v: &[u32; LANES], q: usize| _mm256_loadu_si256(v.as_ptr().add(q) as *const __m256i);
+        for q in (0..m8).step_by(8) {
+            let (vi, vj, vc) = (ld(&self.i, q), ld(&self.j, q), ld(&self.code, q));
+            let (i3, j3, c3) = (
+                _mm256_mullo_epi32(vi, three),
+                _mm256_mullo_epi32(vj, three),
+                _mm256_mullo_epi32(vc, three),
+            );
+            let kk = _mm256_mullo_epi32(ld(&self.k, q), stride);
+            let mut shifted: __mmask8 = 0;
+            for l in 0..8 {
+                shifted |= ((self.code[q + l] != 0) as u8) << l;
+            }
+            let mut d2 = _mm512_setzero_pd();
+            for a in 0..3 {
+                let g = |base: *const f64, idx: __m256i| _mm512_i32gather_pd::<8>(idx, base.add(a));
+                let l = _mm512_sub_pd(g(x, j3), g(x, i3));
+                let l = _mm512_mask_add_pd(l, shifted, l, g(sh, c3));
+                d2 = if a == 0 {
+                    _mm512_mul_pd(l, l)
+                } else {
+                    _mm512_add_pd(d2, _mm512_mul_pd(l, l))
+                };
+                let st =
+                    |dst: &mut L3, v: __m512d| _mm512_storeu_pd(dst.0[a].as_mut_ptr().add(q), v);
+                st(&mut self.l, l);
+                st(&mut self.v1, g(vel, i3));
+                st(&mut self.w1, g(w, i3));
+                st(&mut self.v2, g(vel, j3));
+                st(&mut self.w2, g(w, j3));
+                st(&mut self.fs, g(o_fs, kk));
+                st(&mut self.n_old, g(o_n, kk));
+            }
+            _mm512_storeu_pd(self.d2.as_mut_ptr().add(q), d2);
+            let rad = ps.radius.as_ptr();
+            _mm512_storeu_pd(
+                self.r1.as_mut_ptr().add(q),
+                _mm512_i32gather_pd::<8>(vi, rad),
+            );
+            _mm512_storeu_pd(
+                self.r2.as_mut_ptr().add(q),
+                _mm512_i32gather_pd::<8>(vj, rad),
+            );
+            for (dst, src) in [
+                (&mut self.kn, o_phys[0]),
+                (&mut self.ks, o_phys[1]),
+                (&mut self.tan_phi, o_phys[2]),
+                (&mut self.cn, o_phys[3]),
+            ] {
+                _mm512_storeu_pd(dst.as_mut_ptr().add(q), _mm512_i32gather_pd::<8>(kk, src));
+            }
         }
     }
 
@@ -241,8 +359,9 @@ impl PairsView<'_> {
                 let k = c0 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
                 let (i, j) = (self.i[base + k] as usize, self.j[base + k] as usize);
-                let br = branch_at(pos, radius, self.shifts, self.code[base + k], i, j);
+                let code = self.code[base + k];
                 if !act[k] {
+                    let br = branch_at(pos, radius, self.shifts, code, i, j);
                     let reach = br.r1 + br.r2;
                     if br.d2 >= reach * reach {
                         continue; // apart, and was: nothing to add
@@ -259,9 +378,11 @@ impl PairsView<'_> {
                     );
                     st[k] = FrictState::new(phys, V3::zeros());
                 }
-                b.load(m, k, i, j, br, ps, &st[k]);
+                (b.k[m], b.i[m], b.j[m]) = (k as u32, i as u32, j as u32);
+                b.code[m] = code as u32;
                 m += 1;
                 if m == LANES {
+                    b.fill(kernel, m, ps, st, self.shifts);
                     kernel.run(&mut b, dt);
                     scatter(&b, m, base, act, st, task, pair_slot, out);
                     m = 0;
@@ -269,6 +390,7 @@ impl PairsView<'_> {
             }
         }
         if m > 0 {
+            b.fill(kernel, m, ps, st, self.shifts);
             kernel.run(&mut b, dt);
             scatter(&b, m, base, act, st, task, pair_slot, out);
         }
@@ -525,15 +647,19 @@ mod select_tests {
     use crate::particles::Particle;
     use crate::scene::gen::Lcg;
 
-    /// Every variant of the select pass marks the pairs the scalar test marks, on random pairs
-    /// with periodic shifts, contact flags and blocks of every length.
-    #[test]
-    fn select_variants_agree_with_the_scalar_test() {
+    /// 300 random spheres (half of them periodic images, random velocities) and ~900 pairs
+    /// with their shift codes.
+    fn pairs_scene() -> (Particles, PairList) {
         let mut rng = Lcg::at(7, 0);
         let mut ps = Particles::default();
         for g in 0..300u64 {
             let x = V3::new(rng.uniform(), rng.uniform(), rng.uniform()) * 4.0;
             ps.push_owned(&Particle::sphere(g, x, 0.3 + 0.3 * rng.uniform(), 1.0, 0));
+        }
+        for g in 0..300 {
+            let mut u = || rng.uniform() - 0.5;
+            ps.vel[g] = V3::new(u(), u(), u());
+            ps.angvel[g] = V3::new(u(), u(), u());
         }
         for g in 150..300 {
             // some copies in another image: their pairs get non-zero shift codes (those among
@@ -557,6 +683,87 @@ mod select_tests {
         let mut pl = PairList::default();
         pl.merge(&cands, false, false, |_| true);
         pl.set_shifts(&ps.image, &V3::new(4.0, 4.0, 4.0));
+        (ps, pl)
+    }
+
+    /// Every variant of the lane fill copies what the scalar fill copies, bit for bit, for
+    /// batches of any length.
+    #[test]
+    fn fill_variants_agree_bitwise() {
+        let (ps, mut pl) = pairs_scene();
+        let mut rng = Lcg::at(9, 0);
+        let mut u = || rng.uniform();
+        let st: Vec<FrictState> = (0..pl.len())
+            .map(|_| {
+                let mut s = FrictState::new(
+                    FrictPhys {
+                        kn: u(),
+                        ks: u(),
+                        tan_phi: u(),
+                        cn: u(),
+                    },
+                    V3::new(u(), u(), u()),
+                );
+                s.fs = V3::new(u(), u(), u());
+                s
+            })
+            .collect();
+        let v = PairsView::new(&mut pl);
+        for (m, start, step) in [
+            (64, 0, 1),
+            (13, 100, 7),
+            (1, 7, 1),
+            (8, 600, 5),
+            (40, 500, 9),
+        ] {
+            let (mut a, mut b) = (Lanes::new(), Lanes::new());
+            for q in 0..m {
+                let k = start + q * step;
+                for l in [&mut a, &mut b] {
+                    (l.k[q], l.i[q], l.j[q]) = (k as u32, v.i[k], v.j[k]);
+                    l.code[q] = v.code[k] as u32;
+                }
+            }
+            assert!((0..m).any(|q| a.code[q] != 0) || start < 150);
+            a.fill_scalar(m, &ps, &st, v.shifts);
+            b.fill(Kernel::detect(), m, &ps, &st, v.shifts);
+            for q in 0..m {
+                for (x, y) in [
+                    (&a.l, &b.l),
+                    (&a.v1, &b.v1),
+                    (&a.w1, &b.w1),
+                    (&a.v2, &b.v2),
+                    (&a.w2, &b.w2),
+                    (&a.fs, &b.fs),
+                    (&a.n_old, &b.n_old),
+                ] {
+                    assert_eq!(
+                        x.get(q),
+                        y.get(q),
+                        "lane {q} of {m}, {:?}",
+                        Kernel::detect()
+                    );
+                }
+                for (x, y) in [
+                    (&a.d2, &b.d2),
+                    (&a.r1, &b.r1),
+                    (&a.r2, &b.r2),
+                    (&a.kn, &b.kn),
+                    (&a.ks, &b.ks),
+                    (&a.tan_phi, &b.tan_phi),
+                    (&a.cn, &b.cn),
+                ] {
+                    assert_eq!(x[q].to_bits(), y[q].to_bits(), "lane {q} of {m}");
+                }
+            }
+        }
+    }
+
+    /// Every variant of the select pass marks the pairs the scalar test marks, on random pairs
+    /// with periodic shifts, contact flags and blocks of every length.
+    #[test]
+    fn select_variants_agree_with_the_scalar_test() {
+        let (ps, mut pl) = pairs_scene();
         for (k, a) in pl.active.iter_mut().enumerate() {
             // sparse flags, and a run of 16 pairs all in contact
             *a = k % 5 == 0 || (128..144).contains(&k);
