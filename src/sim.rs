@@ -170,7 +170,7 @@ pub struct Simulation {
     reference: Vec<V3>,
     wall_ref: Vec<V3>,
     perm: Vec<u32>,
-    sort_count: Vec<u32>,
+    sort_scratch: [Vec<u32>; 3],
     scratch: PermuteScratch,
     need_rebuild: bool,
     /// The next step's integrator returns the box of the displacements (see `advance`).
@@ -299,7 +299,7 @@ impl Simulation {
             skin: scene.skin,
             step: 0,
             time: 0.0,
-            pairs: PairList::default(),
+            pairs: PairList::for_law(cpm.is_some()),
             wall_pairs: PairList::default(),
             n_rebuilds: 0,
             timers: Timers::default(),
@@ -324,7 +324,7 @@ impl Simulation {
             cands: Vec::new(),
             reference: Vec::new(),
             perm: Vec::new(),
-            sort_count: Vec::new(),
+            sort_scratch: Default::default(),
             scratch: PermuteScratch::default(),
             need_rebuild: true,
             want_box: false,
@@ -624,7 +624,7 @@ impl Simulation {
             return;
         }
         self.grid.min_cell = self.halo;
-        collide::order_by_cell(ps, self.halo, &mut self.perm, &mut self.sort_count);
+        collide::order_by_cell(ps, self.halo, &mut self.perm, &mut self.sort_scratch);
         ps.permute_owned(&self.perm, &mut self.scratch);
     }
 

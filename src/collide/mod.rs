@@ -41,6 +41,7 @@ pub struct CellGrid {
     items_g: Vec<u32>,
     xr_g: Vec<[f64; 4]>,
     cell_of: Vec<u32>,
+    coords_p: Vec<[usize; 3]>,
     fill: Vec<u32>,
     chunks: Vec<Vec<Candidate>>,
 }
@@ -121,24 +122,23 @@ impl GridPlan {
 /// `perm[new] = old`. In this order the search lists the candidates grouped by their lower
 /// local index, and a particle's partners lie within about one layer of cells of it in memory
 /// (chute: ~1 000 particles, ~130 KB of particle data: L2-resident). Counting sort: O(n).
-pub fn order_by_cell(ps: &Particles, min_cell: f64, perm: &mut Vec<u32>, count: &mut Vec<u32>) {
+/// `scratch`: reusable buffers.
+pub fn order_by_cell(
+    ps: &Particles,
+    min_cell: f64,
+    perm: &mut Vec<u32>,
+    scratch: &mut [Vec<u32>; 3],
+) {
     let n = ps.n_owned;
     let plan = GridPlan::new(&ps.pos[..n], min_cell);
-    count.clear();
-    count.resize(plan.n_cells() + 1, 0);
-    for x in &ps.pos[..n] {
-        count[plan.index(plan.coords(x)) + 1] += 1;
-    }
-    for k in 0..plan.n_cells() {
-        count[k + 1] += count[k];
-    }
-    perm.clear();
-    perm.resize(n, 0);
-    for (i, x) in ps.pos[..n].iter().enumerate() {
-        let c = plan.index(plan.coords(x));
-        perm[count[c] as usize] = i as u32;
-        count[c] += 1;
-    }
+    let [cells, start, count] = scratch;
+    cells.clear();
+    cells.extend(
+        ps.pos[..n]
+            .iter()
+            .map(|x| plan.index(plan.coords(x)) as u32),
+    );
+    counting_bin(cells, plan.n_cells(), start, count, perm);
     // `count[c]` is now the end of cell c: sort each cell's few particles by gid.
     let mut s = 0;
     for &e in &count[..plan.n_cells()] {
@@ -157,13 +157,13 @@ impl CellGrid {
         let plan = GridPlan::new(&ps.pos[..n_owned], h_min.max(self.min_cell));
         self.plan = plan;
         let ncell = plan.n_cells();
-        // owned
+        // owned (each particle's cell coordinates once: three divisions)
+        self.coords_p.clear();
+        self.coords_p
+            .extend(ps.pos[..n_owned].iter().map(|x| plan.coords(x)));
         self.cell_of.clear();
-        self.cell_of.extend(
-            ps.pos[..n_owned]
-                .iter()
-                .map(|x| plan.index(plan.coords(x)) as u32),
-        );
+        self.cell_of
+            .extend(self.coords_p.iter().map(|&c| plan.index(c) as u32));
         counting_bin(
             &self.cell_of,
             ncell,
@@ -174,8 +174,7 @@ impl CellGrid {
         self.coords_o.clear();
         self.xr_o.clear();
         for &p in &self.items_o {
-            let x = ps.pos[p as usize];
-            let c = plan.coords(&x);
+            let (x, c) = (ps.pos[p as usize], self.coords_p[p as usize]);
             self.coords_o.push([c[0] as u32, c[1] as u32, c[2] as u32]);
             self.xr_o.push([x.x, x.y, x.z, ps.radius[p as usize]]);
         }
@@ -477,8 +476,8 @@ mod tests {
 
     /// Put the owned particles in the order of [`order_by_cell`] for cells ≥ `min_cell`.
     fn sort_by_cell(ps: &mut Particles, min_cell: f64) {
-        let (mut perm, mut count) = (Vec::new(), Vec::new());
-        order_by_cell(ps, min_cell, &mut perm, &mut count);
+        let mut perm = Vec::new();
+        order_by_cell(ps, min_cell, &mut perm, &mut Default::default());
         ps.permute_owned(&perm, &mut Default::default());
     }
 

@@ -161,8 +161,11 @@ pub struct PairList {
     /// History of each pair; meaningful only while `active` (stale values otherwise: the law
     /// initialises a history when its contact starts, and every reader checks `active`).
     pub state: Vec<FrictState>,
-    /// CPM history of each pair, beside `state` (same rules).
+    /// CPM history of each pair, beside `state` (same rules). Carried by merges only with
+    /// [`Self::cpm_law`]; otherwise every entry stays the default (nothing writes them).
     pub cpm: Vec<CpmHist>,
+    /// The pairs follow the CPM law: merges carry `cpm` along.
+    pub cpm_law: bool,
     /// The pair was touching at the last rebuild, so it is stored in the leading group (see
     /// [`Self::merge`]). Checkpointed: a restart must rebuild the same pair order,
     /// since default-mode force sums follow it.
@@ -188,6 +191,14 @@ pub struct PairList {
 }
 
 impl PairList {
+    /// An empty list; `cpm_law`: see [`Self::cpm_law`].
+    pub fn for_law(cpm_law: bool) -> Self {
+        PairList {
+            cpm_law,
+            ..Default::default()
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.key.len()
     }
@@ -342,7 +353,9 @@ impl PairList {
                 if o != NONE {
                     let n = self.key.len();
                     self.state[n] = self.scratch_state[o as usize];
-                    self.cpm[n] = self.scratch_cpm[o as usize];
+                    if self.cpm_law {
+                        self.cpm[n] = self.scratch_cpm[o as usize];
+                    }
                 }
                 self.leading.push(group);
                 self.key.push(cand.key);
