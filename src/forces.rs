@@ -317,7 +317,11 @@ impl Gather<'_> {
     /// or slots in partner-gid order, then the wall slots in wall order.
     #[inline]
     pub fn take(&self, p: usize) -> (V3, V3) {
-        let (mut f, mut t) = slot_sum(self.start, self.buf, self.wall_start, self.wall_buf, p);
+        // Accumulator mode without walls has no slots: skip reading their (empty) ranges.
+        let (mut f, mut t) = match self.buf.is_empty() && self.wall_buf.is_empty() {
+            true => (V3::zeros(), V3::zeros()),
+            false => slot_sum(self.start, self.buf, self.wall_start, self.wall_buf, p),
+        };
         if !self.acc.is_null() {
             assert!(p < self.n_owned && self.n_tasks * self.n_owned <= self.n_acc);
             for task in 0..self.n_tasks {
