@@ -212,7 +212,10 @@ impl Lanes {
             for a in 0..3 {
                 let g = |base: *const f64, idx: __m256i| _mm512_i32gather_pd::<8>(idx, base.add(a));
                 let l = _mm512_sub_pd(g(x, j3), g(x, i3));
-                let l = _mm512_mask_add_pd(l, shifted, l, g(sh, c3));
+                let l = match shifted {
+                    0 => l, // no pair crosses a periodic boundary: no shift gather
+                    _ => _mm512_mask_add_pd(l, shifted, l, g(sh, c3)),
+                };
                 d2 = if a == 0 {
                     _mm512_mul_pd(l, l)
                 } else {
