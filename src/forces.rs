@@ -46,8 +46,9 @@ pub struct ForceSlots {
     /// Accumulator mode: each pair's force on particle 1 (the slots hold it otherwise).
     pair_f: Vec<V3>,
     accumulate: bool,
-    /// Accumulator mode: the last contact loop stored `pair_f` (see [`Self::writer`]).
-    pair_f_recorded: bool,
+    /// The last contact loop's writer was asked not to record forces (see [`Self::writer`];
+    /// false before any step).
+    unrecorded: bool,
     wall_buf: Vec<Slot>,
     fill: Vec<u32>,
     /// (partner gid, pair·2 + side) per slot, for ordering.
@@ -185,7 +186,7 @@ impl ForceSlots {
     /// also store each pair's force for [`Self::pair_force`] (the slots hold it otherwise).
     pub fn writer(&mut self, record: bool) -> SlotWriter {
         let n_owned = self.start.len().saturating_sub(1);
-        self.pair_f_recorded = record;
+        self.unrecorded = !record;
         SlotWriter {
             acc: match self.accumulate {
                 true => self.acc.as_mut_ptr(),
@@ -248,6 +249,12 @@ impl ForceSlots {
         }
     }
 
+    /// The last step recorded the forces ([`Self::writer`]'s `record`): the pair forces, and
+    /// the integrator's total particle forces, which follow the same switch.
+    pub fn recorded(&self) -> bool {
+        !self.unrecorded
+    }
+
     /// Force on particle 1 of sphere pair `k` (zero if particle 1 is a ghost).
     ///
     /// # Panics
@@ -255,7 +262,7 @@ impl ForceSlots {
     pub fn pair_force(&self, k: usize) -> V3 {
         if self.accumulate {
             assert!(
-                self.pair_f_recorded,
+                !self.unrecorded,
                 "pair forces were not recorded in the last step (Simulation::record_forces)"
             );
             return self.pair_f[k];

@@ -157,13 +157,15 @@ impl<'a> Advance<'a> {
     /// `reference`: positions at the last rebuild; `lambda`: Cundall damping; `g`: gravity;
     /// `record`: store each particle's total force in `Particles::force`; `want_box`: return
     /// the box of the displacements (else an empty one).
+    #[allow(clippy::too_many_arguments)]
     fn new(
         ps: &'a mut Particles,
         reference: &'a [V3],
         dt: f64,
         lambda: f64,
         g: V3,
-        (record, want_box): (bool, bool),
+        record: bool,
+        want_box: bool,
     ) -> Self {
         let n = ps.n_owned;
         assert!(reference.len() >= n);
@@ -281,6 +283,26 @@ impl Moved {
         lo: V3::new(f64::INFINITY, f64::INFINITY, f64::INFINITY),
         hi: V3::new(f64::NEG_INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY),
     };
+
+    /// Of positions `x` against `reference` (what the integrator returns, computed apart: for
+    /// a restart and tests).
+    pub fn between(x: &[V3], reference: &[V3]) -> Moved {
+        let d2: Vec<f64> = x
+            .iter()
+            .zip(reference)
+            .map(|(x, r)| match (x - r).norm_squared() {
+                d if d.is_nan() => f64::INFINITY,
+                d => d,
+            })
+            .collect();
+        let (mut lo, mut hi) = (Moved::NONE.lo, Moved::NONE.hi);
+        box_of(&mut lo, &mut hi, x, reference);
+        Moved {
+            d2max: max_of(0.0, &d2),
+            lo,
+            hi,
+        }
+    }
 
     /// Both sets together (maxima and minima: the order does not matter).
     pub fn join(self, o: Moved) -> Moved {
@@ -453,13 +475,14 @@ pub fn leapfrog<F>(
     dt: f64,
     lambda: f64,
     g: V3,
-    (record_force, want_box): (bool, bool),
+    record_force: bool,
+    want_box: bool,
     contacts: F,
 ) -> Moved
 where
     F: Fn(usize) -> (V3, V3) + Sync,
 {
-    let adv = Advance::new(ps, reference, dt, lambda, g, (record_force, want_box));
+    let adv = Advance::new(ps, reference, dt, lambda, g, record_force, want_box);
     let n = adv.n;
     (0..n.div_ceil(CHUNK))
         .into_par_iter()

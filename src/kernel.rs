@@ -3,6 +3,10 @@
 //! the CPU's features: the generic build targets x86-64 (SSE2, 2 lanes), and the same code is
 //! compiled a second and third time with AVX2 (4 lanes) and AVX-512 (8 lanes) enabled.
 //!
+//! Two gather-bound passes of the contact loop (the distance test and the filling of the law's
+//! lanes, `contact/batch.rs`) have hand-written AVX-512 versions (gathers, which the compiler
+//! does not emit for generic tuning) beside their scalar ones, picked by the same [`Kernel`].
+//!
 //! All variants give the same bits: the loops use only IEEE operations that are correctly
 //! rounded lane by lane (+, −, ×, ÷, √, comparisons and selects), never a fused multiply–add
 //! (Rust does not contract) nor a reassociated sum. Tests compare every variant this CPU runs

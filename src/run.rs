@@ -208,21 +208,19 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let first = sim.step;
     let mut last_progress = Instant::now();
     let mut stopped = None;
+    let every = output.series_every;
+    let series_due = |step: u64| every > 0 && (step.is_multiple_of(every) || step == end);
     let result = (|| -> Result<()> {
         while sim.step < end {
-            // Pair forces are read by the series rows and the strainer's rows only.
-            let next = sim.step + 1;
-            let every = output.series_every;
-            sim.record_forces =
-                strain_every > 0 || (every > 0 && (next % every == 0 || next == end));
+            // Forces are read by the series rows and the strainer's rows only.
+            sim.record_forces = strain_every > 0 || series_due(sim.step + 1);
             sim.stop_requested = signals::requested().is_some();
             sim.checkpoint_requested = root
                 && ck.wall_seconds > 0.0
                 && last_ckpt_time.elapsed().as_secs_f64() >= ck.wall_seconds;
             sim.step()?;
             let t0 = Instant::now();
-            let every = output.series_every;
-            if every > 0 && (sim.step % every == 0 || sim.step == end) {
+            if series_due(sim.step) {
                 sim.check()?;
                 let st = sim.stats();
                 if let Some(s) = series.as_mut() {

@@ -147,8 +147,6 @@ pub struct Simulation {
     /// contact and per particle per step, chute −3 %); reading pair forces after a step without
     /// it panics.
     pub record_forces: bool,
-    /// The last step stored the forces (see `record_forces`).
-    forces_recorded: bool,
     /// Input: this rank received a stop request (signal); `step` ORs it over all ranks.
     pub stop_requested: bool,
     /// Output of the last `step`: some rank asked to stop (the same on every rank).
@@ -311,7 +309,6 @@ impl Simulation {
             conserved: None,
             decomp_bbox: (bb_lo, bb_hi),
             record_forces: true,
-            forces_recorded: true,
             stop_requested: false,
             stop_agreed: false,
             checkpoint_requested: false,
@@ -396,14 +393,8 @@ impl Simulation {
         self.wall_ref = r.wall_ref;
         self.need_rebuild = r.need_rebuild;
         // `want_box` as the checkpointed step set it (the same maximum: the same rebuild steps).
-        let d2 = self.ps.pos[..n]
-            .iter()
-            .zip(&self.reference)
-            .map(|(x, r)| (x - r).norm_squared())
-            .fold(0.0, |m: f64, d| if d > m || d.is_nan() { d } else { m });
-        let d2 = self
-            .comm
-            .max_f64(if d2.is_nan() { f64::INFINITY } else { d2 });
+        let d2 = integrate::Moved::between(&self.ps.pos[..n], &self.reference).d2max;
+        let d2 = self.comm.max_f64(d2);
         self.want_box = !self.need_rebuild && 2.0 * d2.sqrt() > 0.8 * self.skin;
         self.n_rebuilds = r.n_rebuilds;
         self.set_engine_state(&r.engines)
@@ -658,7 +649,6 @@ impl Simulation {
         }
         let t1 = Instant::now();
         let record = self.record_forces || self.strainer.is_some();
-        self.forces_recorded = record;
         let out = self.slots.writer(record);
         let sl = &self.slots;
         if let Some(st) = &mut self.strainer {
@@ -695,7 +685,8 @@ impl Simulation {
             self.dt,
             self.damping,
             self.gravity,
-            (record, self.want_box),
+            record,
+            self.want_box,
             |p| gather.take(p),
         );
         let mut wall_d2: f64 = 0.0;
@@ -800,7 +791,7 @@ impl Simulation {
     /// If the last step did not record the forces ([`Self::record_forces`]).
     pub fn stats(&self) -> Stats {
         assert!(
-            self.forces_recorded,
+            self.slots.recorded(),
             "forces were not recorded in the last step (Simulation::record_forces)"
         );
         let ps = &self.ps;

@@ -19,7 +19,7 @@ const CHUNK: usize = 1024;
 
 /// Reusable buffers of the cell grid (no allocation once warm).
 ///
-/// The grid is planned from the owned particles alone ([`GridPlan`]): the owned particles' bounding
+/// The grid is planned from the owned particles alone (`GridPlan`): the owned particles' bounding
 /// box plus one cell on each side. Ghosts outside it are binned into the border cells (clamped),
 /// which keeps the search exact (a ghost within reach of an owned particle lies at most one
 /// cell beyond the border). Owned and ghost entries are binned separately, each in linear cell
@@ -55,7 +55,7 @@ const MARGIN: f64 = 1.0 + 1e-9;
 
 /// The geometry of a cell grid: origin, cell edge, cells per axis.
 #[derive(Clone, Copy, Default, Debug, PartialEq)]
-pub struct GridPlan {
+struct GridPlan {
     lo: V3,
     h: f64,
     dims: [usize; 3],
@@ -65,7 +65,7 @@ impl GridPlan {
     /// The grid over owned positions `pos` with cells of edge ≥ `h_min`: their bounding box
     /// and one cell more on each side, the cell count capped near the particle count (so that
     /// far-flung particles cannot make it explode in memory).
-    pub fn new(pos: &[V3], h_min: f64) -> GridPlan {
+    fn new(pos: &[V3], h_min: f64) -> GridPlan {
         let n = pos.len();
         let mut lo = V3::repeat(f64::INFINITY);
         let mut hi = V3::repeat(f64::NEG_INFINITY);
@@ -541,20 +541,7 @@ mod tests {
 
     /// [`Moved`] of displacements `d`.
     fn moved_by(d: &[V3]) -> Moved {
-        let r = vec![V3::zeros(); d.len()];
-        let mut m = Moved {
-            d2max: d.iter().map(|d| d.norm_squared()).fold(0.0, f64::max),
-            ..Moved::NONE
-        };
-        box_of_for_tests(&mut m, d, &r);
-        m
-    }
-
-    fn box_of_for_tests(m: &mut Moved, x: &[V3], r: &[V3]) {
-        for (x, r) in x.iter().zip(r) {
-            m.lo = m.lo.inf(&(x - r));
-            m.hi = m.hi.sup(&(x - r));
-        }
+        Moved::between(d, &vec![V3::zeros(); d.len()])
     }
 
     #[test]

@@ -32,21 +32,17 @@ impl FrictState {
     }
 }
 
-/// The whole history of one pair, as it travels: migration messages, checkpoints, restarts.
+/// The whole history of one pair, as it travels: migration messages, checkpoints, restarts
+/// (the two parts a [`PairList`] stores apart).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ContactState {
-    /// Normal of the previous step (for the shear rotation).
-    pub n_old: V3,
-    /// Shear force F_T acting on particle 1. For a CPM contact the elastic shear strain ε_T
-    /// instead, and `phys` is unused.
-    pub fs: V3,
-    pub phys: FrictPhys,
+    pub frict: FrictState,
     /// CPM history (zero for frictional contacts).
     pub cpm: CpmHist,
 }
 
 /// The per-contact state variables of the CPM law (thesis §3.2.6, digest §11: κ, ω, ε_N^pl,
-/// ε_d, d₀, cohesive; ε_T lives in `ContactState::fs`). The pair parameters are not stored: they
+/// ε_d, d₀, cohesive; ε_T lives in `FrictState::fs`). The pair parameters are not stored: they
 /// are re-mixed from the two materials and d₀ every step (`CpmPhys::new`, a few flops).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct CpmHist {
@@ -65,34 +61,14 @@ pub struct CpmHist {
 }
 
 impl ContactState {
-    /// The record of a stored history.
-    pub fn from_parts(f: &FrictState, cpm: &CpmHist) -> Self {
-        ContactState {
-            n_old: f.n_old,
-            fs: f.fs,
-            phys: f.phys,
-            cpm: *cpm,
-        }
-    }
-
-    /// The stored parts of a record.
-    pub fn into_parts(self) -> (FrictState, CpmHist) {
-        let f = FrictState {
-            n_old: self.n_old,
-            fs: self.fs,
-            phys: self.phys,
-        };
-        (f, self.cpm)
-    }
-
     /// Length of [`ContactState::pack`]'s record.
     pub const N_F64: usize = 16;
 
     /// Flatten into `f64`s (migration messages and checkpoints).
     pub fn pack(&self, out: &mut Vec<f64>) {
-        out.extend_from_slice(self.n_old.as_slice());
-        out.extend_from_slice(self.fs.as_slice());
-        let p = &self.phys;
+        out.extend_from_slice(self.frict.n_old.as_slice());
+        out.extend_from_slice(self.frict.fs.as_slice());
+        let p = &self.frict.phys;
         out.extend_from_slice(&[p.kn, p.ks, p.tan_phi, p.cn]);
         let c = &self.cpm;
         out.extend_from_slice(&[
@@ -108,13 +84,15 @@ impl ContactState {
     /// Inverse of [`ContactState::pack`] (`v` holds exactly `N_F64` values).
     pub fn unpack(v: &[f64]) -> Self {
         ContactState {
-            n_old: V3::new(v[0], v[1], v[2]),
-            fs: V3::new(v[3], v[4], v[5]),
-            phys: FrictPhys {
-                kn: v[6],
-                ks: v[7],
-                tan_phi: v[8],
-                cn: v[9],
+            frict: FrictState {
+                n_old: V3::new(v[0], v[1], v[2]),
+                fs: V3::new(v[3], v[4], v[5]),
+                phys: FrictPhys {
+                    kn: v[6],
+                    ks: v[7],
+                    tan_phi: v[8],
+                    cn: v[9],
+                },
             },
             cpm: CpmHist {
                 d0: v[10],
@@ -256,18 +234,20 @@ impl PairList {
     /// [`PairList::merge`] hands it to the candidate with the same key. Local indices are
     /// meaningless until then.
     pub fn absorb(&mut self, key: (u64, u64), state: ContactState) {
-        let (f, cpm) = state.into_parts();
         self.key.push(key);
         self.i.push(u32::MAX);
         self.j.push(u32::MAX);
         self.active.push(true);
-        self.state.push(f);
-        self.cpm.push(cpm);
+        self.state.push(state.frict);
+        self.cpm.push(state.cpm);
     }
 
     /// The whole history of pair k, for messages and checkpoints.
     pub fn record(&self, k: usize) -> ContactState {
-        ContactState::from_parts(&self.state[k], &self.cpm[k])
+        ContactState {
+            frict: self.state[k],
+            cpm: self.cpm[k],
+        }
     }
 
     /// Replace the pair list by `cands`, keeping the history of every pair that touches, and
@@ -429,12 +409,11 @@ mod tests {
             eps_d: 2e-6,
             cohesive: true,
         };
-        let st = ContactState::from_parts(&f, &cpm);
+        let st = ContactState { frict: f, cpm };
         let mut v = Vec::new();
         st.pack(&mut v);
         assert_eq!(v.len(), ContactState::N_F64);
         assert_eq!(ContactState::unpack(&v), st);
-        assert_eq!(st.into_parts(), (f, cpm));
     }
 
     #[test]
