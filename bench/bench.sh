@@ -43,25 +43,26 @@ PY
 
 per_core() { sed -n 's/.*psps_per_core=\([0-9.eE+-]*\).*/\1/p'; }
 
+# lammps_line CASE RANKS: LAMMPS on CASE with RANKS MPI ranks (one thread each)
+lammps_line() {
+    case "$1" in
+        settle8k) RANKS="$2" bench/lammps.sh settle 8000 "$SETTLE_STEPS" ;;
+        settle64k) RANKS="$2" bench/lammps.sh settle 64000 "$SETTLE_LARGE_STEPS" ;;
+        chute) RANKS="$2" bench/lammps.sh chute "$CHUTE_STEPS" ;;
+    esac
+}
+
 declare -A LMP
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores)"
 LMP_CASES="settle8k settle64k chute"
 [[ "${CASES:-all}" == "cpm" ]] && LMP_CASES=""
 for case in $LMP_CASES; do
-    # lammps_line RANKS: LAMMPS on this case with RANKS MPI ranks (one thread each)
-    lammps_line() {
-        case "$case" in
-            settle8k) RANKS="$1" bench/lammps.sh settle 8000 "$SETTLE_STEPS" ;;
-            settle64k) RANKS="$1" bench/lammps.sh settle 64000 "$SETTLE_LARGE_STEPS" ;;
-            chute) RANKS="$1" bench/lammps.sh chute "$CHUTE_STEPS" ;;
-        esac
-    }
     case "$case" in
         settle8k) scene=scenes/settle.ron; steps=$SETTLE_STEPS ;;
         settle64k) scene=scenes/settle_large.ron; steps=$SETTLE_LARGE_STEPS ;;
         chute) scene=scenes/chute.ron; steps=$CHUTE_STEPS ;;
     esac
-    lline="$(lammps_line 1)"
+    lline="$(lammps_line "$case" 1)"
     echo "$lline"
     LMP[$case]="$(echo "$lline" | per_core)"
     for t in $THREADS_LIST; do
@@ -73,7 +74,7 @@ for case in $LMP_CASES; do
             'BEGIN { printf "ratio %s threads=%s demhpc/lammps per core = %.2f\n", c, t, d / l }'
         if [[ "$t" -gt 1 ]]; then
             # Same core count: LAMMPS parallelises by MPI ranks (its usual way), t ranks.
-            lline_t="$(lammps_line "$t")"
+            lline_t="$(lammps_line "$case" "$t")"
             echo "$lline_t"
             awk -v c="$case" -v t="$t" -v d="$d" -v l="$(echo "$lline_t" | per_core)" \
                 'BEGIN { printf "ratio %s threads=%s demhpc/lammps(%s ranks) per core = %.2f\n", c, t, t, d / l }'
