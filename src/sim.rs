@@ -165,6 +165,9 @@ pub struct Simulation {
     reach_extra: f64,
     grid: CellGrid,
     cands: Vec<Candidate>,
+    /// The owned origin of each ghost that is a periodic image of an owned particle
+    /// (`Halo::self_origins`), at the last rebuild.
+    origin: Vec<u32>,
     reference: Vec<V3>,
     wall_ref: Vec<V3>,
     perm: Vec<u32>,
@@ -319,6 +322,7 @@ impl Simulation {
             reach_extra,
             grid: CellGrid::default(),
             cands: Vec::new(),
+            origin: Vec::new(),
             reference: Vec::new(),
             perm: Vec::new(),
             sort_scratch: Default::default(),
@@ -389,7 +393,7 @@ impl Simulation {
                 .map_err(|_| Error::Runtime(format!("restore: particle {g} lost")))?;
             self.ps.pos[i] = current[k].1;
         }
-        self.halo_ex.refresh(&self.comm, &self.dec, &mut self.ps);
+        self.refresh_ghosts();
         self.wall_ref = r.wall_ref;
         self.need_rebuild = r.need_rebuild;
         // `want_box` as the checkpointed step set it (the same maximum: the same rebuild steps).
@@ -550,6 +554,8 @@ impl Simulation {
         let ps = &self.ps;
         let reach = self.skin + self.reach_extra;
         collide::sphere_candidates(ps, reach, &cell, &mut self.grid, &mut self.cands);
+        self.halo_ex.self_origins(&self.dec, ps, &mut self.origin);
+        collide::drop_image_twins(&mut self.cands, ps.n_owned, &self.origin);
         // Debug builds check that no contact touching an owned particle was dropped.
         let owned: Vec<u64> = if cfg!(debug_assertions) {
             let mut g = ps.gid[..ps.n_owned].to_vec();
@@ -564,6 +570,7 @@ impl Simulation {
             is_owned(k.0) || is_owned(k.1)
         });
         self.pairs.set_shifts(&ps.image, &cell);
+        self.pairs.fold_images(ps.n_owned, &self.origin);
         debug_assert_eq!(lost, 0, "a real contact was not a candidate");
         collide::wall_candidates(ps, &self.walls, self.skin, &mut self.cands);
         let lost_w = self
@@ -619,8 +626,17 @@ impl Simulation {
         ps.permute_owned(&self.perm, &mut self.scratch);
     }
 
-    /// Advance one time step. Ghosts are refreshed at the end of the step, so that between
-    /// steps (outputs, stats, checkpoints) every copy of a particle holds its current state.
+    /// Refresh the ghosts' kinematics from their owners. A single subdomain has only images
+    /// of its own particles, and its pair list refers to their origins instead
+    /// (`PairList::fold_images`): nothing reads them between rebuilds (chute: −2 % of a step).
+    fn refresh_ghosts(&mut self) {
+        if self.dec.n_ranks() > 1 {
+            self.halo_ex.refresh(&self.comm, &self.dec, &mut self.ps);
+        }
+    }
+
+    /// Advance one time step. Ghosts of other ranks' particles are refreshed at the end of the
+    /// step, so that between steps (outputs, stats, checkpoints) they hold the current state.
     pub fn step(&mut self) -> Result<()> {
         // Keep the other workers awake through the sequential parts of the step: an idle rayon
         // worker sleeps after a few µs and takes tens of µs to wake (bench/RESULTS.md
@@ -695,7 +711,7 @@ impl Simulation {
             wall_d2 = wall_d2.max((w.point - r).norm_squared());
         }
         let t3 = Instant::now();
-        self.halo_ex.refresh(&self.comm, &self.dec, &mut self.ps);
+        self.refresh_ghosts();
         // Verlet trigger (thesis eq. 2.10–2.12, `collide::still_valid`) on the displacements
         // of all ranks (maxima and minima are order-independent, so rebuild steps are the same
         // for every rank count). NaN counts as a move.
@@ -773,13 +789,7 @@ impl Simulation {
     fn pair_overlap(&self, k: usize) -> (f64, f64) {
         let ps = &self.ps;
         let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
-        let l = crate::contact::geom::branch(
-            ps.pos[i],
-            ps.pos[j],
-            ps.image[i],
-            ps.image[j],
-            &self.domain.size(),
-        );
+        let l = self.pairs.branch(k, &ps.pos);
         let ov = ps.radius[i] + ps.radius[j] - l.norm();
         (ov / ps.radius[i].min(ps.radius[j]), ov)
     }
@@ -928,19 +938,11 @@ impl Simulation {
     /// ranks (each contact once). Collective.
     pub fn love_weber_stress(&self, volume: f64) -> nalgebra::Matrix3<f64> {
         let ps = &self.ps;
-        let cell = self.domain.size();
         let mut sums = vec![ExactSum::new(); 6];
         const IJ: [(usize, usize); 6] = [(0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1)];
         for k in 0..self.pairs.len() {
-            let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
-            if self.pairs.active[k] && i < ps.n_owned {
-                let l = crate::contact::geom::branch(
-                    ps.pos[i],
-                    ps.pos[j],
-                    ps.image[i],
-                    ps.image[j],
-                    &cell,
-                );
+            if self.pairs.active[k] && (self.pairs.i[k] as usize) < ps.n_owned {
+                let l = self.pairs.branch(k, &ps.pos);
                 let f = self.slots.pair_force(k);
                 for (s, &(a, b)) in sums.iter_mut().zip(&IJ) {
                     s.add(0.5 * (l[a] * f[b] + l[b] * f[a]));

@@ -397,6 +397,23 @@ pub fn still_valid(moved: &Moved, walls: Option<f64>, skin: f64) -> bool {
     pairs && walls && dmax <= skin
 }
 
+/// Drop one of each twin pair of a subdomain with its own periodic images: the pair of owned
+/// a with the image of owned b is also found as the pair of b with the image of a. The one
+/// kept has its owned particle as particle 1 (the lower gid); `PairList::fold_images` then
+/// refers it to b. `origin`: see `Halo::self_origins`.
+pub fn drop_image_twins(cands: &mut Vec<Candidate>, n_owned: usize, origin: &[u32]) {
+    if origin.is_empty() {
+        return;
+    }
+    cands.retain(|c| {
+        let i = c.i as usize;
+        i < n_owned || {
+            let o = origin[i - n_owned];
+            o == crate::domain::halo::NO_ORIGIN || o == c.j
+        }
+    });
+}
+
 /// Sphere–wall candidates (owned spheres whose gap to the wall is < `skin`), sorted by
 /// (gid, wall index). `j` holds the wall index.
 pub fn wall_candidates(ps: &Particles, walls: &[Wall], skin: f64, out: &mut Vec<Candidate>) {
@@ -536,6 +553,62 @@ mod tests {
                 .iter()
                 .any(|c| ps.image[c.i as usize] != ps.image[c.j as usize]));
             assert_eq!(out, bf, "seed {seed} skin {skin}");
+        }
+    }
+
+    #[test]
+    fn image_twins_are_dropped_and_folded_onto_their_origins() {
+        use crate::contact::store::PairList;
+        let d = crate::domain::Domain {
+            lo: V3::zeros(),
+            hi: V3::repeat(20.0),
+            periodic: [true; 3],
+        };
+        let skin = 0.4;
+        let mut ps = cloud(600, 20.0, 8);
+        let mut grid = CellGrid::default();
+        let origin = d.build_ghosts(&mut ps, 2.0 + skin);
+        let n = ps.n_owned;
+        assert!(ps.n_ghosts() > 100);
+        // every ghost is a copy of its origin in another image (corner images too)
+        for (g, &o) in origin.iter().enumerate() {
+            let o = o as usize;
+            assert!(o < n, "ghost {g} has no owned origin");
+            assert_eq!((ps.gid[n + g], ps.pos[n + g]), (ps.gid[o], ps.pos[o]));
+            assert_ne!(ps.image[n + g], ps.image[o]);
+        }
+        let mut out = Vec::new();
+        sphere_candidates(&ps, skin, &d.size(), &mut grid, &mut out);
+        let before = out.len();
+        drop_image_twins(&mut out, n, &origin);
+        // one of each periodic twin dropped: the keys are unique, the set is the brute force's
+        let mut keys: Vec<_> = out.iter().map(|c| c.key).collect();
+        keys.sort_unstable();
+        let mut bf: Vec<_> = brute_force_candidates(&ps, skin, &d.size())
+            .iter()
+            .map(|c| c.key)
+            .collect();
+        bf.sort_unstable();
+        let twins = bf.len();
+        bf.dedup();
+        assert!(twins - bf.len() > 50 && before - out.len() == twins - bf.len());
+        assert!(keys.windows(2).all(|w| w[0] != w[1]));
+        assert_eq!(keys, bf);
+        assert!(out.iter().all(|c| (c.i as usize) < n));
+        // folded: both particles owned, the branch vector bit for bit the ghost's
+        let mut pl = PairList::default();
+        pl.merge(&out, false, false, |_| true);
+        pl.set_shifts(&ps.image, &d.size());
+        let want: Vec<V3> = (0..pl.len())
+            .map(|k| {
+                let (i, j) = (pl.i[k] as usize, pl.j[k] as usize);
+                branch(ps.pos[i], ps.pos[j], ps.image[i], ps.image[j], &d.size())
+            })
+            .collect();
+        pl.fold_images(n, &origin);
+        assert!(pl.i.iter().chain(&pl.j).all(|&p| (p as usize) < n));
+        for (k, w) in want.iter().enumerate() {
+            assert_eq!(pl.branch(k, &ps.pos), *w, "pair {k}");
         }
     }
 

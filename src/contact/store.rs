@@ -224,6 +224,33 @@ impl PairList {
         }
     }
 
+    /// Refer every pair of an owned particle with a periodic image of an owned particle of
+    /// this subdomain (`origin`, see `Halo::self_origins`) to the origin itself, after
+    /// [`Self::set_shifts`] gave it the image's shift: the pair then acts on both of its
+    /// particles ("newton on"), its twin found from the origin's side having been dropped
+    /// ([`crate::collide::drop_image_twins`]). Its force has the bits the ghost's copy gave
+    /// (the same coordinates, the same shift), so the sums per particle are unchanged.
+    pub fn fold_images(&mut self, n_owned: usize, origin: &[u32]) {
+        for (i, j) in self.i.iter().zip(self.j.iter_mut()) {
+            if (*j as usize) >= n_owned {
+                let o = origin[*j as usize - n_owned];
+                if o != crate::domain::halo::NO_ORIGIN && o != *i {
+                    *j = o;
+                }
+            }
+        }
+    }
+
+    /// Branch vector l = C₂ − C₁ of pair k from the positions `pos`, with the pair's periodic
+    /// shift added last: the bits of [`crate::contact::geom::branch`].
+    pub fn branch(&self, k: usize, pos: &[V3]) -> V3 {
+        let l = pos[self.j[k] as usize] - pos[self.i[k] as usize];
+        match self.shift[k] {
+            0 => l,
+            c => l + self.shifts[c as usize],
+        }
+    }
+
     /// Restart: the next merge orders the pairs whose key is in `keys` (sorted) first, as the
     /// checkpointed run's last rebuild did.
     pub fn set_leading_keys(&mut self, keys: Vec<(u64, u64)>) {

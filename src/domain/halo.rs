@@ -22,6 +22,9 @@ use crate::error::{Error, Result};
 use crate::particles::{Particle, Particles};
 use crate::{Quat, V3};
 
+/// No owned origin: the ghost copies another rank's particle ([`Halo::self_origins`]).
+pub const NO_ORIGIN: u32 = u32::MAX;
+
 /// `f64`s per particle record.
 const P_F64: usize = 25;
 /// `f64`s per kinematics record: position, velocity, angular velocity. A ghost's orientation
@@ -317,7 +320,31 @@ impl Halo {
         }
     }
 
-    /// Refresh the ghosts' kinematics from their owners (every step between rebuilds).
+    /// For each ghost (index `n_owned + g`), the local index of the owned particle it is a
+    /// periodic image of, if it is one (a subdomain that is its own neighbour along a periodic
+    /// axis; corner images too), else [`NO_ORIGIN`] (a copy of another rank's particle).
+    pub fn self_origins(&self, dec: &Decomp, ps: &Particles, origin: &mut Vec<u32>) {
+        let n_owned = ps.n_owned;
+        origin.clear();
+        origin.resize(ps.len() - n_owned, NO_ORIGIN);
+        for a in (0..3).filter(|&a| dec.dims[a] == 1 && dec.periodic[a]) {
+            // recv[a][0] came from the lower side = what was sent up, send[a][1]
+            for (d, src) in [(0, 1), (1, 0)] {
+                let (start, n) = self.recv[a][d];
+                assert_eq!(n, self.send[a][src].len());
+                for (g, &k) in self.send[a][src].iter().enumerate() {
+                    let k = k as usize;
+                    origin[start + g - n_owned] = match k < n_owned {
+                        true => k as u32,
+                        false => origin[k - n_owned],
+                    };
+                }
+            }
+        }
+    }
+
+    /// Refresh the ghosts' kinematics from their owners (every step between rebuilds; a single
+    /// subdomain, whose pairs refer to its ghosts' origins, needs none: `Simulation`).
     pub fn refresh(&mut self, comm: &Comm, dec: &Decomp, ps: &mut Particles) {
         for a in 0..3 {
             if dec.dims[a] == 1 {

@@ -106,10 +106,15 @@ impl Domain {
     }
 
     /// Append periodic ghost images of every particle within `halo` of a periodic face, on a
-    /// single rank (the one-rank case of [`halo::Halo::build_ghosts`]).
-    pub fn build_ghosts(&self, ps: &mut Particles, halo: f64) {
+    /// single rank (the one-rank case of [`halo::Halo::build_ghosts`]). Returns each ghost's
+    /// origin ([`halo::Halo::self_origins`]).
+    pub fn build_ghosts(&self, ps: &mut Particles, halo: f64) -> Vec<u32> {
         let dec = decomp::Decomp::serial(self);
-        halo::Halo::default().build_ghosts(&comm::Comm::Serial, &dec, ps, &self.size(), halo);
+        let mut h = halo::Halo::default();
+        h.build_ghosts(&comm::Comm::Serial, &dec, ps, &self.size(), halo);
+        let mut origin = Vec::new();
+        h.self_origins(&dec, ps, &mut origin);
+        origin
     }
 }
 
