@@ -19,6 +19,7 @@ use crate::material::{CpmMat, Material};
 use crate::particles::{Particles, PermuteScratch, BLOCK_ALL};
 use crate::scene::Scene;
 use crate::V3;
+use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -553,9 +554,9 @@ impl Simulation {
         self.timers.comm += tc.elapsed();
         let ps = &self.ps;
         let reach = self.skin + self.reach_extra;
-        collide::sphere_candidates(ps, reach, &cell, &mut self.grid, &mut self.cands);
+        let cands = collide::sphere_candidate_chunks(ps, reach, &cell, &mut self.grid);
         self.halo_ex.self_origins(&self.dec, ps, &mut self.origin);
-        collide::drop_image_twins(&mut self.cands, ps.n_owned, &self.origin);
+        collide::drop_image_twins(cands, ps.n_owned, &self.origin);
         // Debug builds check that no contact touching an owned particle was dropped.
         let owned: Vec<u64> = if cfg!(debug_assertions) {
             let mut g = ps.gid[..ps.n_owned].to_vec();
@@ -566,9 +567,9 @@ impl Simulation {
         };
         let is_owned = |g: u64| owned.binary_search(&g).is_ok();
         let check = cfg!(debug_assertions);
-        let lost = self.pairs.merge(&self.cands, near_only, check, |k| {
-            is_owned(k.0) || is_owned(k.1)
-        });
+        let lost = self
+            .pairs
+            .merge_chunks(cands, near_only, check, |k| is_owned(k.0) || is_owned(k.1));
         self.pairs.set_shifts(&ps.image, &cell);
         self.pairs.fold_images(ps.n_owned, &self.origin);
         debug_assert_eq!(lost, 0, "a real contact was not a candidate");
@@ -808,23 +809,45 @@ impl Simulation {
         let nw = self.walls.len();
         // [ke_t, ke_r, Σ|F_c|, Σ|F| over free particles, wall forces…]
         let mut sums = vec![ExactSum::new(); 4 + 3 * nw];
-        for i in 0..ps.n_owned {
-            sums[0].add(0.5 * ps.mass[i] * ps.vel[i].norm_squared());
-            sums[1].add(0.5 * ps.inertia[i] * ps.angvel[i].norm_squared());
-            if ps.blocked[i] != BLOCK_ALL {
-                sums[3].add(ps.force[i].norm());
-            }
-        }
-        let (mut n_contacts, mut n_free) = (0i64, 0i64);
-        let mut max_ov: f64 = 0.0;
-        for k in 0..self.pairs.len() {
-            // each contact counted once: on the rank owning its particle 1
-            if self.pairs.active[k] && (self.pairs.i[k] as usize) < ps.n_owned {
-                n_contacts += 1;
-                sums[2].add(self.slots.pair_force(k).norm());
-                max_ov = max_ov.max(self.pair_overlap(k).0);
-            }
-        }
+        let sum3 = || std::array::from_fn::<_, 3, _>(|_| ExactSum::new());
+        // per chunk of particles: [ke_t, ke_r, Σ|F| over free particles], free particles
+        let ([ke_t, ke_r, f_free], n_free) = par_fold(
+            ps.n_owned,
+            || (sum3(), 0i64),
+            |i, (s, n)| {
+                s[0].add(0.5 * ps.mass[i] * ps.vel[i].norm_squared());
+                s[1].add(0.5 * ps.inertia[i] * ps.angvel[i].norm_squared());
+                if ps.blocked[i] != BLOCK_ALL {
+                    s[2].add(ps.force[i].norm());
+                    *n += 1;
+                }
+            },
+            |(a, n), (b, m)| {
+                a.iter_mut().zip(&b).for_each(|(a, b)| a.merge(b));
+                *n += m;
+            },
+        );
+        (sums[0], sums[1], sums[3]) = (ke_t, ke_r, f_free);
+        // per chunk of pairs: Σ|F_c|, contacts, largest overlap
+        let pairs = &self.pairs;
+        let (f_c, mut n_contacts, mut max_ov) = par_fold(
+            pairs.len(),
+            || (ExactSum::new(), 0i64, 0.0f64),
+            |k, (f, n, ov)| {
+                // each contact counted once: on the rank owning its particle 1
+                if pairs.active[k] && (pairs.i[k] as usize) < ps.n_owned {
+                    *n += 1;
+                    f.add(self.slots.pair_force(k).norm());
+                    *ov = ov.max(self.pair_overlap(k).0);
+                }
+            },
+            |(f, n, ov), (g, m, o)| {
+                f.merge(&g);
+                *n += m;
+                *ov = ov.max(o);
+            },
+        );
+        sums[2] = f_c;
         for k in 0..self.wall_pairs.len() {
             if self.wall_pairs.active[k] {
                 let i = self.wall_pairs.i[k] as usize;
@@ -839,9 +862,6 @@ impl Simulation {
                 let ov = ps.radius[i] - (ps.pos[i] - wall.point).dot(&wall.normal);
                 max_ov = max_ov.max(ov / ps.radius[i]);
             }
-        }
-        for i in 0..ps.n_owned {
-            n_free += (ps.blocked[i] != BLOCK_ALL) as i64;
         }
         let mut counts = [n_contacts, n_free];
         self.comm.sum_i64s(&mut counts);
@@ -960,6 +980,35 @@ impl Simulation {
             .iter()
             .position(|&g| g == gid)
     }
+}
+
+/// Particles or pairs per task of the series statistics.
+const STATS_CHUNK: usize = 8192;
+
+/// Fold items 0..n on rayon: `add(item, acc)` into one accumulator `init()` per chunk of
+/// [`STATS_CHUNK`] items, then merged in chunk order (`merge(into, from)`). Exact
+/// sums, counts and maxima: the same result as one sequential pass. Allocates (outputs only).
+fn par_fold<T: Send>(
+    n: usize,
+    init: impl Fn() -> T + Sync,
+    add: impl Fn(usize, &mut T) + Sync,
+    merge: impl Fn(&mut T, T),
+) -> T {
+    let parts: Vec<T> = (0..n.div_ceil(STATS_CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut acc = init();
+            for i in c * STATS_CHUNK..((c + 1) * STATS_CHUNK).min(n) {
+                add(i, &mut acc);
+            }
+            acc
+        })
+        .collect();
+    let mut all = init();
+    for p in parts {
+        merge(&mut all, p);
+    }
+    all
 }
 
 /// Run the pool's pending jobs until `stop` (see [`Simulation::step`]), yielding the core

@@ -268,6 +268,20 @@ pub fn sphere_candidates(
     grid: &mut CellGrid,
     out: &mut Vec<Candidate>,
 ) {
+    out.clear();
+    for c in sphere_candidate_chunks(ps, skin, cell, grid).iter() {
+        out.extend_from_slice(c);
+    }
+}
+
+/// [`sphere_candidates`] as the search left them: one list per chunk of owned entries, in
+/// order (`PairList::merge_chunks` takes them so, without a concatenation).
+pub fn sphere_candidate_chunks<'g>(
+    ps: &Particles,
+    skin: f64,
+    cell: &V3,
+    grid: &'g mut CellGrid,
+) -> &'g mut [Vec<Candidate>] {
     let rmax = ps.radius.iter().cloned().fold(0.0, f64::max);
     grid.bin(ps, 2.0 * rmax + skin, cell);
     let n_owned = ps.n_owned;
@@ -281,11 +295,8 @@ pub fn sphere_candidates(
             neighbours_of(ps, g, s, skin, buf);
         }
     });
-    out.clear();
-    for c in &chunks {
-        out.extend_from_slice(c);
-    }
     grid.chunks = chunks;
+    &mut grid.chunks[..nchunks]
 }
 
 /// Candidates of the owned entry `s` (in cell order): with the owned entries after it in the
@@ -401,16 +412,18 @@ pub fn still_valid(moved: &Moved, walls: Option<f64>, skin: f64) -> bool {
 /// a with the image of owned b is also found as the pair of b with the image of a. The one
 /// kept has its owned particle as particle 1 (the lower gid); `PairList::fold_images` then
 /// refers it to b. `origin`: see `Halo::self_origins`.
-pub fn drop_image_twins(cands: &mut Vec<Candidate>, n_owned: usize, origin: &[u32]) {
+pub fn drop_image_twins(cands: &mut [Vec<Candidate>], n_owned: usize, origin: &[u32]) {
     if origin.is_empty() {
         return;
     }
-    cands.retain(|c| {
-        let i = c.i as usize;
-        i < n_owned || {
-            let o = origin[i - n_owned];
-            o == crate::domain::halo::NO_ORIGIN || o == c.j
-        }
+    cands.par_iter_mut().for_each(|ch| {
+        ch.retain(|c| {
+            let i = c.i as usize;
+            i < n_owned || {
+                let o = origin[i - n_owned];
+                o == crate::domain::halo::NO_ORIGIN || o == c.j
+            }
+        })
     });
 }
 
@@ -580,7 +593,9 @@ mod tests {
         let mut out = Vec::new();
         sphere_candidates(&ps, skin, &d.size(), &mut grid, &mut out);
         let before = out.len();
-        drop_image_twins(&mut out, n, &origin);
+        let mut chunks = [out];
+        drop_image_twins(&mut chunks, n, &origin);
+        let [out] = chunks;
         // one of each periodic twin dropped: the keys are unique, the set is the brute force's
         let mut keys: Vec<_> = out.iter().map(|c| c.key).collect();
         keys.sort_unstable();

@@ -158,8 +158,9 @@ pub struct PairList {
     pub shift: Vec<u8>,
     /// H (c₂ − c₁) of each shift code (`shifts[0]` = 0).
     pub shifts: Vec<V3>,
-    shift_dc: Vec<[i32; 3]>,
     lead: Vec<bool>,
+    /// Per candidate chunk of a merge: [start, leading count], then output offsets.
+    chunk_at: Vec<[usize; 2]>,
     scratch_active: Vec<bool>,
     scratch_key: Vec<(u64, u64)>,
     scratch_state: Vec<FrictState>,
@@ -201,26 +202,55 @@ impl PairList {
     /// The shift is [`crate::contact::geom::image_shift`], as in [`crate::contact::geom::branch`]
     /// (same bits).
     pub fn set_shifts(&mut self, image: &[[i32; 3]], cell: &V3) {
-        self.shift_dc.clear();
-        self.shift_dc.push([0; 3]);
-        self.shifts.clear();
-        self.shifts.push(V3::zeros());
-        self.shift.clear();
-        for (&i, &j) in self.i.iter().zip(&self.j) {
+        // Images lie within ±1 cell of the owner's (halo < cell), so that an owned–ghost pair
+        // has one of 27 differences, each with a fixed code (0 for none: the index of
+        // (0, 0, 0) swapped with 0's); others (not made by this code's halo) get codes from 27 on.
+        let fixed = |dc: [i32; 3]| match dc.iter().all(|d| d.abs() <= 1) {
+            true => match (dc[0] + 1 + 3 * (dc[1] + 1) + 9 * (dc[2] + 1)) as u8 {
+                13 => 0,
+                0 => 13,
+                c => c,
+            },
+            false => u8::MAX,
+        };
+        let diff = |i: u32, j: u32| {
             let (c1, c2) = (image[i as usize], image[j as usize]);
-            let dc = [c2[0] - c1[0], c2[1] - c1[1], c2[2] - c1[2]];
-            let code = match self.shift_dc.iter().position(|&d| d == dc) {
-                Some(c) => c,
-                None => {
-                    self.shift_dc.push(dc);
-                    self.shifts
-                        .push(crate::contact::geom::image_shift(dc, cell));
-                    self.shift_dc.len() - 1
+            [c2[0] - c1[0], c2[1] - c1[1], c2[2] - c1[2]]
+        };
+        let shift = |dc: [i32; 3]| match dc == [0; 3] {
+            true => V3::zeros(),
+            false => crate::contact::geom::image_shift(dc, cell),
+        };
+        self.shifts.clear();
+        self.shifts.resize(27, V3::zeros());
+        for z in -1..=1 {
+            for y in -1..=1 {
+                for x in -1..=1 {
+                    self.shifts[fixed([x, y, z]) as usize] = shift([x, y, z]);
                 }
-            };
-            // Images are within ±1 cell of the owner's (halo < cell), so at most 27 codes.
-            assert!(code <= u8::MAX as usize, "more than 255 periodic shifts");
-            self.shift.push(code as u8);
+            }
+        }
+        self.shift.clear();
+        let (pi, pj) = (&self.i, &self.j);
+        self.shift
+            .par_extend(pi.par_iter().zip(pj).map(|(&i, &j)| fixed(diff(i, j))));
+        if self.shift.contains(&u8::MAX) {
+            let mut extra: Vec<[i32; 3]> = Vec::new();
+            for k in 0..self.shift.len() {
+                if self.shift[k] == u8::MAX {
+                    let dc = diff(self.i[k], self.j[k]);
+                    let c = match extra.iter().position(|&d| d == dc) {
+                        Some(c) => c,
+                        None => {
+                            extra.push(dc);
+                            self.shifts.push(shift(dc));
+                            extra.len() - 1
+                        }
+                    };
+                    assert!(27 + c < u8::MAX as usize, "more than 254 periodic shifts");
+                    self.shift[k] = (27 + c) as u8;
+                }
+            }
         }
     }
 
@@ -231,14 +261,17 @@ impl PairList {
     /// ([`crate::collide::drop_image_twins`]). Its force has the bits the ghost's copy gave
     /// (the same coordinates, the same shift), so the sums per particle are unchanged.
     pub fn fold_images(&mut self, n_owned: usize, origin: &[u32]) {
-        for (i, j) in self.i.iter().zip(self.j.iter_mut()) {
+        if origin.is_empty() {
+            return;
+        }
+        self.i.par_iter().zip(&mut self.j).for_each(|(i, j)| {
             if (*j as usize) >= n_owned {
                 let o = origin[*j as usize - n_owned];
                 if o != crate::domain::halo::NO_ORIGIN && o != *i {
                     *j = o;
                 }
             }
-        }
+        });
     }
 
     /// Branch vector l = C₂ − C₁ of pair k from the positions `pos`, with the pair's periodic
@@ -304,6 +337,20 @@ impl PairList {
         check: bool,
         mine: impl Fn((u64, u64)) -> bool,
     ) -> usize {
+        self.merge_chunks(&[cands], near_only, check, mine)
+    }
+
+    /// [`Self::merge`] of the candidates `chunks` in order (the broad phase's per-task
+    /// lists: no concatenation). The chunks are merged in parallel: each writes its touching
+    /// pairs and its others at offsets from prefix sums, so the order is that of one sequential
+    /// pass.
+    pub fn merge_chunks<C: AsRef<[Candidate]> + Sync>(
+        &mut self,
+        chunks: &[C],
+        near_only: bool,
+        check: bool,
+        mine: impl Fn((u64, u64)) -> bool,
+    ) -> usize {
         std::mem::swap(&mut self.key, &mut self.scratch_key);
         std::mem::swap(&mut self.state, &mut self.scratch_state);
         std::mem::swap(&mut self.cpm, &mut self.scratch_cpm);
@@ -320,59 +367,91 @@ impl PairList {
         );
         touching.par_sort_unstable();
         let lost = if check {
-            self.count_lost(cands, &touching, &mine)
+            let all: Vec<Candidate> = chunks.iter().flat_map(|c| c.as_ref()).copied().collect();
+            self.count_lost(&all, &touching, &mine)
         } else {
             0
         };
-        // `src[c]` = old pair whose history candidate c takes.
-        let mut src = std::mem::take(&mut self.scratch_idx);
-        src.clear();
-        // rayon: ~15 000 binary searches, the largest part of the merge
-        src.par_extend(cands.par_iter().map(|c| {
-            if near_only && !c.near {
-                return NONE;
-            }
-            match touching.binary_search_by_key(&c.key, |t| t.0) {
-                Ok(t) => touching[t].1,
-                Err(_) => NONE,
-            }
-        }));
-        let mut lead = std::mem::take(&mut self.lead);
-        lead.clear();
-        match self.lead_keys.take() {
-            Some(keys) => lead.extend(cands.iter().map(|c| keys.binary_search(&c.key).is_ok())),
-            None => lead.par_extend(src.par_iter().map(|&o| o != NONE)),
+        // Per chunk: where its candidates start, how many lead (filled below).
+        let mut at = std::mem::take(&mut self.chunk_at);
+        at.clear();
+        let mut n = 0;
+        for c in chunks {
+            at.push([n, 0]);
+            n += c.as_ref().len();
         }
-        self.key.clear();
-        self.i.clear();
-        self.j.clear();
-        self.active.clear();
-        self.leading.clear();
+        // `src[c]` = old pair whose history candidate c takes; `lead[c]`: it goes first.
+        let mut src = std::mem::take(&mut self.scratch_idx);
+        let mut lead = std::mem::take(&mut self.lead);
+        src.resize(n, NONE);
+        lead.resize(n, false);
+        {
+            let (src_w, lead_w) = (Shared::new(&mut src), Shared::new(&mut lead));
+            let (lead_keys, touching) = (&self.lead_keys, &touching);
+            at.par_iter_mut().zip(chunks).for_each(|(a, ch)| {
+                let ch = ch.as_ref();
+                // SAFETY: the chunks' ranges [a[0], a[0] + len) are disjoint.
+                let (src, lead) =
+                    unsafe { (src_w.slice(a[0], ch.len()), lead_w.slice(a[0], ch.len())) };
+                for ((c, s), l) in ch.iter().zip(src.iter_mut()).zip(lead.iter_mut()) {
+                    *s = match near_only && !c.near {
+                        true => NONE,
+                        // ~15 000 binary searches on chute, the largest part of the merge
+                        false => match touching.binary_search_by_key(&c.key, |t| t.0) {
+                            Ok(t) => touching[t].1,
+                            Err(_) => NONE,
+                        },
+                    };
+                    *l = match lead_keys {
+                        Some(keys) => keys.binary_search(&c.key).is_ok(),
+                        None => *s != NONE,
+                    };
+                }
+                a[1] = lead.iter().filter(|&&l| l).count();
+            });
+        }
+        self.lead_keys = None;
+        let n_lead: usize = at.iter().map(|a| a[1]).sum();
         // Histories of pairs out of contact are never read (a contact's law initialises its
         // history when it starts), so only the inherited ones are written: the buffer keeps
         // stale values elsewhere (writing 115 000 empty histories cost chute ~4 ms per rebuild).
-        self.state.resize(cands.len(), FrictState::default());
-        self.cpm.resize(cands.len(), CpmHist::default());
-        for group in [true, false] {
-            for (c, cand) in cands.iter().enumerate() {
-                if lead[c] != group {
-                    continue;
-                }
-                let o = src[c];
-                if o != NONE {
-                    let n = self.key.len();
-                    self.state[n] = self.scratch_state[o as usize];
-                    if self.cpm_law {
-                        self.cpm[n] = self.scratch_cpm[o as usize];
-                    }
-                }
-                self.leading.push(group);
-                self.key.push(cand.key);
-                self.i.push(cand.i);
-                self.j.push(cand.j);
-                self.active.push(o != NONE);
-            }
+        self.key.resize(n, (0, 0));
+        self.i.resize(n, 0);
+        self.j.resize(n, 0);
+        self.active.resize(n, false);
+        self.leading.resize(n, false);
+        self.state.resize(n, FrictState::default());
+        self.cpm.resize(n, CpmHist::default());
+        let out = Emit {
+            key: Shared::new(&mut self.key),
+            i: Shared::new(&mut self.i),
+            j: Shared::new(&mut self.j),
+            active: Shared::new(&mut self.active),
+            leading: Shared::new(&mut self.leading),
+            state: Shared::new(&mut self.state),
+            cpm: self.cpm_law.then(|| Shared::new(&mut self.cpm)),
+        };
+        let (old_state, old_cpm) = (&self.scratch_state, &self.scratch_cpm);
+        let mut lead_at = 0;
+        for a in at.iter_mut() {
+            // [first candidate, leading before it] → [next leading slot, next other slot]
+            let (start, n_l) = (a[0], a[1]);
+            *a = [lead_at, n_lead + start - lead_at];
+            lead_at += n_l;
         }
+        at.par_iter().zip(chunks).for_each(|(a, ch)| {
+            let ch = ch.as_ref();
+            let first = a[1] - n_lead + a[0]; // index of the chunk's first candidate
+            let mut next = *a;
+            for (q, cand) in ch.iter().enumerate() {
+                let (g, o) = (lead[first + q], src[first + q]);
+                let k = &mut next[!g as usize];
+                // SAFETY: every candidate gets its own output index (prefix sums above).
+                unsafe { out.put(*k, cand, g, o, old_state, old_cpm) };
+                *k += 1;
+            }
+        });
+        self.chunk_at = at;
         self.lead = lead;
         self.scratch_idx = src;
         self.touching = touching;
@@ -402,6 +481,85 @@ impl PairList {
 
 /// No old pair (a new candidate).
 const NONE: u32 = u32::MAX;
+
+/// A vector written by parallel tasks at disjoint indices (the merge's emission).
+#[derive(Clone, Copy)]
+struct Shared<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: the users write disjoint elements only (see `merge_chunks`).
+unsafe impl<T: Send> Send for Shared<T> {}
+unsafe impl<T: Send> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    fn new(v: &mut [T]) -> Self {
+        Shared {
+            ptr: v.as_mut_ptr(),
+            len: v.len(),
+        }
+    }
+
+    /// Elements `start..start + n`.
+    ///
+    /// # Safety
+    /// No other live reference may reach them.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice(&self, start: usize, n: usize) -> &mut [T] {
+        assert!(start + n <= self.len);
+        std::slice::from_raw_parts_mut(self.ptr.add(start), n)
+    }
+
+    /// Write element k.
+    ///
+    /// # Safety
+    /// No one else may access element k meanwhile.
+    unsafe fn set(&self, k: usize, v: T) {
+        assert!(k < self.len);
+        *self.ptr.add(k) = v;
+    }
+}
+
+/// The merge's output columns.
+struct Emit {
+    key: Shared<(u64, u64)>,
+    i: Shared<u32>,
+    j: Shared<u32>,
+    active: Shared<bool>,
+    leading: Shared<bool>,
+    state: Shared<FrictState>,
+    cpm: Option<Shared<CpmHist>>,
+}
+
+impl Emit {
+    /// Store candidate `c` as pair k (`lead`: in the leading group), with old pair `o`'s
+    /// history if it has one.
+    ///
+    /// # Safety
+    /// Pair k is written by this call alone.
+    unsafe fn put(
+        &self,
+        k: usize,
+        c: &Candidate,
+        lead: bool,
+        o: u32,
+        old_state: &[FrictState],
+        old_cpm: &[CpmHist],
+    ) {
+        if o != NONE {
+            self.state.set(k, old_state[o as usize]);
+            if let Some(cpm) = &self.cpm {
+                cpm.set(k, old_cpm[o as usize]);
+            }
+        }
+        self.key.set(k, c.key);
+        self.i.set(k, c.i);
+        self.j.set(k, c.j);
+        self.active.set(k, o != NONE);
+        self.leading.set(k, lead);
+    }
+}
 
 #[cfg(test)]
 mod tests {
