@@ -4,6 +4,7 @@
 #   bench/bench.sh                 # settle-8k, settle-64k, chute; demhpc at 1 and 2 threads
 #   SETTLE_STEPS=20000 SETTLE_LARGE_STEPS=4000 CHUTE_STEPS=1000 CPM_STEPS=5000 bench/bench.sh
 #   CASES=cpm bench/bench.sh       # only the CPM tension test (no LAMMPS counterpart)
+#   CASES="chute cpm" bench/bench.sh   # a selection of settle8k, settle64k, chute, cpm
 #
 # Prints one line per run with particle-steps/s (psps) and psps per core, then the ratio
 # demhpc/LAMMPS per core: against LAMMPS on one core, and for T > 1 threads also against
@@ -55,7 +56,9 @@ lammps_line() {
 declare -A LMP
 echo "# $(date -u +%Y-%m-%dT%H:%MZ) $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores)"
 LMP_CASES="settle8k settle64k chute"
-[[ "${CASES:-all}" == "cpm" ]] && LMP_CASES=""
+if [[ "${CASES:-all}" != "all" ]]; then
+    LMP_CASES="$(for c in $LMP_CASES; do if [[ " $CASES " == *" $c "* ]]; then echo "$c"; fi; done)"
+fi
 for case in $LMP_CASES; do
     case "$case" in
         settle8k) scene=scenes/settle.ron; steps=$SETTLE_STEPS ;;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Whole test suite: prerequisites, release build, cargo tests (which may spawn
-# mpirun and the release binary), then syntax + shellcheck of every shell
+# mpirun and the release binary), unit and physics tests in a debug build, then
+# syntax + shellcheck of every shell
 # script in the repository.  Exits non-zero if any step fails; all lint steps
 # run even after a failure so one run reports everything.
 set -euo pipefail
@@ -30,6 +31,9 @@ if step "cargo build --release" cargo build --release; then
 else
     failed+=("cargo test --release (not run: build failed)")
 fi
+# Debug build: overflow, alignment and debug_assert! checks (the unit tests and the physics
+# scenes; the rest runs in release above).
+step "cargo test (debug: unit tests, physics)" cargo test --lib --test physics -- --test-threads=2 || true
 
 # Shell scripts: every file that exists among these patterns.
 shopt -s nullglob

@@ -485,7 +485,7 @@ impl PairsView<'_> {
                     _mm512_i32gather_pd::<8>(i3, px.add(a)),
                 )
             });
-            let c8 = *(self.code.as_ptr().add(k) as *const u64);
+            let c8 = std::ptr::read_unaligned(self.code.as_ptr().add(k) as *const u64);
             if c8 != 0 {
                 // some periodic image: add the shifts (code 0 adds +0.0, |l|² unchanged)
                 let vc = _mm256_cvtepu8_epi32(_mm_set1_epi64x(c8 as i64));

@@ -288,6 +288,10 @@ impl Halo {
             for s in self.send[a].iter_mut() {
                 s.clear();
             }
+            if dec.dims[a] == 1 {
+                self.own_images(a, dec, ps, cell, halo);
+                continue;
+            }
             self.down.clear();
             self.up.clear();
             self.down.push(0.0);
@@ -317,6 +321,32 @@ impl Halo {
                 }
                 self.recv[a][d] = (start, n);
             }
+        }
+    }
+
+    /// [`Self::build_ghosts`] along a periodic axis `a` with a single subdomain (its own
+    /// neighbour on both sides): the images are copied straight from their sources, without
+    /// message buffers, in the order the message path gives (what goes up comes back from
+    /// below first).
+    fn own_images(&mut self, a: usize, dec: &Decomp, ps: &mut Particles, cell: &V3, halo: f64) {
+        let (lo, hi) = dec.bounds(a);
+        for k in 0..ps.len() {
+            let x = ps.pos[k][a] + ps.image[k][a] as f64 * cell[a];
+            if x < lo + halo {
+                self.send[a][0].push(k as u32);
+            }
+            if x >= hi - halo {
+                self.send[a][1].push(k as u32);
+            }
+        }
+        for (d, src) in [(0, 1), (1, 0)] {
+            let start = ps.len();
+            for g in 0..self.send[a][src].len() {
+                let mut p = ps.get(self.send[a][src][g] as usize);
+                p.image[a] += dec.image_shift(a, src);
+                ps.push(&p);
+            }
+            self.recv[a][d] = (start, self.send[a][src].len());
         }
     }
 
