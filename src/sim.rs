@@ -165,7 +165,8 @@ pub struct Simulation {
     /// Extra candidate distance for CPM links: (R_I − 1)·2 r_max (0 otherwise).
     reach_extra: f64,
     grid: CellGrid,
-    cands: Vec<Candidate>,
+    /// Sphere–wall candidates of the last rebuild (the sphere candidates stay in `grid`).
+    wall_cands: Vec<Candidate>,
     /// The owned origin of each ghost that is a periodic image of an owned particle
     /// (`Halo::self_origins`), at the last rebuild.
     origin: Vec<u32>,
@@ -322,7 +323,7 @@ impl Simulation {
             strainer_wanted: scene.strainer.is_some(),
             reach_extra,
             grid: CellGrid::default(),
-            cands: Vec::new(),
+            wall_cands: Vec::new(),
             origin: Vec::new(),
             reference: Vec::new(),
             perm: Vec::new(),
@@ -400,7 +401,7 @@ impl Simulation {
         // `want_box` as the checkpointed step set it (the same maximum: the same rebuild steps).
         let d2 = integrate::Moved::between(&self.ps.pos[..n], &self.reference).d2max;
         let d2 = self.comm.max_f64(d2);
-        self.want_box = !self.need_rebuild && 2.0 * d2.sqrt() > 0.8 * self.skin;
+        self.want_box = !self.need_rebuild && collide::box_wanted(d2, self.skin);
         self.n_rebuilds = r.n_rebuilds;
         self.set_engine_state(&r.engines)
     }
@@ -573,10 +574,10 @@ impl Simulation {
         self.pairs.set_shifts(&ps.image, &cell);
         self.pairs.fold_images(ps.n_owned, &self.origin);
         debug_assert_eq!(lost, 0, "a real contact was not a candidate");
-        collide::wall_candidates(ps, &self.walls, self.skin, &mut self.cands);
+        collide::wall_candidates(ps, &self.walls, self.skin, &mut self.wall_cands);
         let lost_w = self
             .wall_pairs
-            .merge(&self.cands, false, check, |k| is_owned(k.0));
+            .merge(&self.wall_cands, false, check, |k| is_owned(k.0));
         debug_assert_eq!(lost_w, 0, "a real wall contact was not a candidate");
         self.slots.build(
             ps.n_owned,
@@ -744,9 +745,7 @@ impl Simulation {
         self.checkpoint_agreed = m[2] > 0.0;
         let walls = (!self.walls.is_empty()).then_some(wall_d2);
         self.need_rebuild = !collide::still_valid(&moved, walls, self.skin);
-        // The box is needed once 2 max |Δx| nears the skin (without it the trigger falls back
-        // on that bound alone: a particle moving 0.1 skin in one step would rebuild early).
-        self.want_box = !self.need_rebuild && 2.0 * moved.d2max.sqrt() > 0.8 * self.skin;
+        self.want_box = !self.need_rebuild && collide::box_wanted(moved.d2max, self.skin);
         self.step += 1;
         self.time += self.dt;
         if let Some(st) = &mut self.strainer {

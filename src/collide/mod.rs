@@ -408,6 +408,14 @@ pub fn still_valid(moved: &Moved, walls: Option<f64>, skin: f64) -> bool {
     pairs && walls && dmax <= skin
 }
 
+/// Whether the next step's integrator should form the box of the displacements
+/// ([`Moved`]), given the largest squared displacement `d2max` so far: once 2 max |Δx| nears
+/// the skin. Before, [`still_valid`] needs no box; without it later, the trigger would fall
+/// back on 2 max |Δx| alone (a particle moving 0.1 skin in one step would rebuild early).
+pub fn box_wanted(d2max: f64, skin: f64) -> bool {
+    2.0 * d2max.sqrt() > 0.8 * skin
+}
+
 /// Drop one of each twin pair of a subdomain with its own periodic images: the pair of owned
 /// a with the image of owned b is also found as the pair of b with the image of a. The one
 /// kept has its owned particle as particle 1 (the lower gid); `PairList::fold_images` then

@@ -544,6 +544,13 @@ mod tests {
     use super::*;
     use crate::scene::gen::Lcg;
 
+    /// Lane q of each pair of 3-vector lanes is the same in both.
+    pub(super) fn assert_same_lane(pairs: &[(&L3, &L3)], q: usize, what: &str) {
+        for (a, b) in pairs {
+            assert_eq!(a.get(q), b.get(q), "lane {q} {what}");
+        }
+    }
+
     /// Random lanes: overlapping pairs, some sliding, some sticking, some apart, some new.
     fn random_lanes(seed: u64) -> Lanes {
         let mut rng = Lcg::at(seed, 0);
@@ -588,19 +595,14 @@ mod tests {
             let mut w = random_lanes(seed);
             Kernel::detect().run(&mut w, dt);
             for q in 0..LANES {
-                for (a, c) in [
+                let what = format!("kernel {:?}", Kernel::detect());
+                let outputs = [
                     (&g.f, &w.f),
                     (&g.fs_new, &w.fs_new),
                     (&g.t1, &w.t1),
                     (&g.t2, &w.t2),
-                ] {
-                    assert_eq!(
-                        a.get(q),
-                        c.get(q),
-                        "lane {q}, kernel {:?}",
-                        Kernel::detect()
-                    );
-                }
+                ];
+                assert_same_lane(&outputs, q, &what);
                 // The scalar law on the same pair.
                 let b0 = random_lanes(seed);
                 let mut st = FrictState::new(
@@ -731,7 +733,8 @@ mod select_tests {
             a.fill_scalar(m, &ps, &st, v.shifts);
             b.fill(Kernel::detect(), m, &ps, &st, v.shifts);
             for q in 0..m {
-                for (x, y) in [
+                let what = format!("of {m}, {:?}", Kernel::detect());
+                let inputs = [
                     (&a.l, &b.l),
                     (&a.v1, &b.v1),
                     (&a.w1, &b.w1),
@@ -739,14 +742,8 @@ mod select_tests {
                     (&a.w2, &b.w2),
                     (&a.fs, &b.fs),
                     (&a.n_old, &b.n_old),
-                ] {
-                    assert_eq!(
-                        x.get(q),
-                        y.get(q),
-                        "lane {q} of {m}, {:?}",
-                        Kernel::detect()
-                    );
-                }
+                ];
+                super::tests::assert_same_lane(&inputs, q, &what);
                 for (x, y) in [
                     (&a.d2, &b.d2),
                     (&a.r1, &b.r1),

@@ -14,7 +14,7 @@ use crate::particles::Particles;
 use crate::V3;
 use law::cpm::{self, CpmMat, CpmPhys, CpmState};
 use rayon::prelude::*;
-use store::{CpmHist, FrictState, PairForce, PairList};
+use store::{CpmHist, FrictState, PairForce, PairList, Shared};
 
 /// Pairs per rayon task: large enough to amortise scheduling, small enough to balance.
 pub const CHUNK: usize = 2048;
@@ -91,14 +91,9 @@ impl<'a> PairsView<'a> {
         );
         PairsView {
             pp: PairsPtr {
-                act: pairs.active.as_mut_ptr(),
-                st: pairs.state.as_mut_ptr(),
-                cpm: pairs.cpm.as_mut_ptr(),
-                n: pairs
-                    .active
-                    .len()
-                    .min(pairs.state.len())
-                    .min(pairs.cpm.len()),
+                act: Shared::new(&mut pairs.active),
+                st: Shared::new(&mut pairs.state),
+                cpm: Shared::new(&mut pairs.cpm),
             },
             i: &pairs.i,
             j: &pairs.j,
@@ -154,7 +149,11 @@ impl<'a> PairsView<'a> {
     }
 
     fn len(&self) -> usize {
-        self.pp.n
+        self.pp
+            .act
+            .len()
+            .min(self.pp.st.len())
+            .min(self.pp.cpm.len())
     }
 }
 
@@ -205,10 +204,9 @@ where
 /// its own ranges only).
 #[derive(Clone, Copy)]
 struct PairsPtr {
-    act: *mut bool,
-    st: *mut FrictState,
-    cpm: *mut CpmHist,
-    n: usize,
+    act: Shared<bool>,
+    st: Shared<FrictState>,
+    cpm: Shared<CpmHist>,
 }
 
 impl PairsPtr {
@@ -218,10 +216,9 @@ impl PairsPtr {
     /// No other live reference may reach these elements (the caller hands out disjoint ranges).
     #[allow(clippy::mut_from_ref)]
     unsafe fn range(&self, r: std::ops::Range<usize>) -> (&mut [bool], &mut [FrictState]) {
-        assert!(r.start <= r.end && r.end <= self.n);
         (
-            std::slice::from_raw_parts_mut(self.act.add(r.start), r.len()),
-            std::slice::from_raw_parts_mut(self.st.add(r.start), r.len()),
+            self.act.slice(r.start, r.len()),
+            self.st.slice(r.start, r.len()),
         )
     }
 
@@ -231,14 +228,9 @@ impl PairsPtr {
     /// As [`Self::range`].
     #[allow(clippy::mut_from_ref)]
     unsafe fn range_cpm(&self, r: std::ops::Range<usize>) -> &mut [CpmHist] {
-        assert!(r.start <= r.end && r.end <= self.n);
-        std::slice::from_raw_parts_mut(self.cpm.add(r.start), r.len())
+        self.cpm.slice(r.start, r.len())
     }
 }
-
-// SAFETY: see the use in `pair_loop`: disjoint ranges per task.
-unsafe impl Send for PairsPtr {}
-unsafe impl Sync for PairsPtr {}
 
 /// [`Branch`] of pair (i, j) whose periodic image shift is `shifts[code]` (code 0: the same
 /// image; [`PairList::set_shifts`]). Bit-identical to [`geom::branch`]: the shift

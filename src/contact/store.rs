@@ -159,8 +159,8 @@ pub struct PairList {
     /// H (c₂ − c₁) of each shift code (`shifts[0]` = 0).
     pub shifts: Vec<V3>,
     lead: Vec<bool>,
-    /// Per candidate chunk of a merge: [start, leading count], then output offsets.
-    chunk_at: Vec<[usize; 2]>,
+    /// Per candidate chunk of a merge: [first candidate, next leading slot, next other slot].
+    chunk_at: Vec<[usize; 3]>,
     scratch_active: Vec<bool>,
     scratch_key: Vec<(u64, u64)>,
     scratch_state: Vec<FrictState>,
@@ -372,12 +372,12 @@ impl PairList {
         } else {
             0
         };
-        // Per chunk: where its candidates start, how many lead (filled below).
+        // Per chunk: where its candidates start, then (below) how many lead.
         let mut at = std::mem::take(&mut self.chunk_at);
         at.clear();
         let mut n = 0;
         for c in chunks {
-            at.push([n, 0]);
+            at.push([n, 0, 0]);
             n += c.as_ref().len();
         }
         // `src[c]` = old pair whose history candidate c takes; `lead[c]`: it goes first.
@@ -432,20 +432,19 @@ impl PairList {
             cpm: self.cpm_law.then(|| Shared::new(&mut self.cpm)),
         };
         let (old_state, old_cpm) = (&self.scratch_state, &self.scratch_cpm);
+        // Output offsets: the leading pairs of earlier chunks come first, the others after all
+        // leading pairs.
         let mut lead_at = 0;
         for a in at.iter_mut() {
-            // [first candidate, leading before it] → [next leading slot, next other slot]
-            let (start, n_l) = (a[0], a[1]);
-            *a = [lead_at, n_lead + start - lead_at];
+            let (first, n_l) = (a[0], a[1]);
+            *a = [first, lead_at, n_lead + first - lead_at];
             lead_at += n_l;
         }
         at.par_iter().zip(chunks).for_each(|(a, ch)| {
-            let ch = ch.as_ref();
-            let first = a[1] - n_lead + a[0]; // index of the chunk's first candidate
-            let mut next = *a;
-            for (q, cand) in ch.iter().enumerate() {
+            let [first, mut next_lead, mut next_other] = *a;
+            for (q, cand) in ch.as_ref().iter().enumerate() {
                 let (g, o) = (lead[first + q], src[first + q]);
-                let k = &mut next[!g as usize];
+                let k = if g { &mut next_lead } else { &mut next_other };
                 // SAFETY: every candidate gets its own output index (prefix sums above).
                 unsafe { out.put(*k, cand, g, o, old_state, old_cpm) };
                 *k += 1;
@@ -482,23 +481,28 @@ impl PairList {
 /// No old pair (a new candidate).
 const NONE: u32 = u32::MAX;
 
-/// A vector written by parallel tasks at disjoint indices (the merge's emission).
+/// A slice written by parallel tasks at disjoint indices (the merge's emission, the contact
+/// loop's ranges of flags and histories).
 #[derive(Clone, Copy)]
-struct Shared<T> {
+pub(crate) struct Shared<T> {
     ptr: *mut T,
     len: usize,
 }
 
-// SAFETY: the users write disjoint elements only (see `merge_chunks`).
+// SAFETY: the users access disjoint elements only (`merge_chunks`, the contact loops).
 unsafe impl<T: Send> Send for Shared<T> {}
 unsafe impl<T: Send> Sync for Shared<T> {}
 
 impl<T> Shared<T> {
-    fn new(v: &mut [T]) -> Self {
+    pub(crate) fn new(v: &mut [T]) -> Self {
         Shared {
             ptr: v.as_mut_ptr(),
             len: v.len(),
         }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     /// Elements `start..start + n`.
@@ -506,7 +510,7 @@ impl<T> Shared<T> {
     /// # Safety
     /// No other live reference may reach them.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn slice(&self, start: usize, n: usize) -> &mut [T] {
+    pub(crate) unsafe fn slice(&self, start: usize, n: usize) -> &mut [T] {
         assert!(start + n <= self.len);
         std::slice::from_raw_parts_mut(self.ptr.add(start), n)
     }

@@ -46,6 +46,14 @@ fn pack_particle(p: &Particle, out: &mut Vec<f64>) {
     out.extend(p.wrap.iter().map(|&c| c as f64));
 }
 
+/// The copy of particle k sent in direction d (0 lower, 1 upper) of sweep `a`: its image offset
+/// moves by the periodic wrap of that face, if any.
+fn image_of(ps: &Particles, k: usize, a: usize, d: usize, dec: &Decomp) -> Particle {
+    let mut p = ps.get(k);
+    p.image[a] += dec.image_shift(a, d);
+    p
+}
+
 fn unpack_particle(v: &[f64]) -> Particle {
     let v3 = |k: usize| V3::new(v[k], v[k + 1], v[k + 2]);
     let i3 = |k: usize| [v[k] as i32, v[k + 1] as i32, v[k + 2] as i32];
@@ -283,34 +291,32 @@ impl Halo {
                 self.recv[a] = [(ps.len(), 0); 2];
                 continue;
             }
-            let has = dec.has_neighbours(a);
-            let (lo, hi) = dec.bounds(a);
-            for s in self.send[a].iter_mut() {
-                s.clear();
-            }
+            self.select_sends(a, dec, ps, cell, halo);
             if dec.dims[a] == 1 {
-                self.own_images(a, dec, ps, cell, halo);
-                continue;
-            }
-            self.down.clear();
-            self.up.clear();
-            self.down.push(0.0);
-            self.up.push(0.0);
-            let m = ps.len();
-            for k in 0..m {
-                let x = ps.pos[k][a] + ps.image[k][a] as f64 * cell[a];
-                for (d, near) in [(0, has[0] && x < lo + halo), (1, has[1] && x >= hi - halo)] {
-                    if near {
-                        let mut p = ps.get(k);
-                        p.image[a] += dec.image_shift(a, d);
-                        let buf = if d == 0 { &mut self.down } else { &mut self.up };
-                        pack_particle(&p, buf);
-                        self.send[a][d].push(k as u32);
+                // Its own neighbour on both sides: the images are copied straight from their
+                // sources, without message buffers, in the order the messages would give.
+                for d in 0..2 {
+                    self.recv[a][d] = (ps.len(), self.send[a][1 - d].len());
+                    for g in 0..self.send[a][1 - d].len() {
+                        ps.push(&image_of(
+                            ps,
+                            self.send[a][1 - d][g] as usize,
+                            a,
+                            1 - d,
+                            dec,
+                        ));
                     }
                 }
+                continue;
             }
-            self.down[0] = self.send[a][0].len() as f64;
-            self.up[0] = self.send[a][1].len() as f64;
+            for d in 0..2 {
+                let buf = if d == 0 { &mut self.down } else { &mut self.up };
+                buf.clear();
+                buf.push(self.send[a][d].len() as f64);
+                for &k in &self.send[a][d] {
+                    pack_particle(&image_of(ps, k as usize, a, d, dec), buf);
+                }
+            }
             self.send_recv(comm, dec, a);
             for d in 0..2 {
                 let buf = if d == 0 { &self.from_lo } else { &self.from_hi };
@@ -324,30 +330,37 @@ impl Halo {
         }
     }
 
-    /// [`Self::build_ghosts`] along a periodic axis `a` with a single subdomain (its own
-    /// neighbour on both sides): the images are copied straight from their sources, without
-    /// message buffers, in the order the message path gives (what goes up comes back from
-    /// below first).
-    fn own_images(&mut self, a: usize, dec: &Decomp, ps: &mut Particles, cell: &V3, halo: f64) {
+    /// The send lists of sweep `a`: every particle (owned or forwarded ghost) within `halo` of
+    /// the face to a neighbour, in index order, per direction.
+    fn select_sends(&mut self, a: usize, dec: &Decomp, ps: &Particles, cell: &V3, halo: f64) {
+        let has = dec.has_neighbours(a);
         let (lo, hi) = dec.bounds(a);
+        let [down, up] = &mut self.send[a];
+        down.clear();
+        up.clear();
         for k in 0..ps.len() {
             let x = ps.pos[k][a] + ps.image[k][a] as f64 * cell[a];
-            if x < lo + halo {
-                self.send[a][0].push(k as u32);
+            if has[0] && x < lo + halo {
+                down.push(k as u32);
             }
-            if x >= hi - halo {
-                self.send[a][1].push(k as u32);
+            if has[1] && x >= hi - halo {
+                up.push(k as u32);
             }
         }
-        for (d, src) in [(0, 1), (1, 0)] {
-            let start = ps.len();
-            for g in 0..self.send[a][src].len() {
-                let mut p = ps.get(self.send[a][src][g] as usize);
-                p.image[a] += dec.image_shift(a, src);
-                ps.push(&p);
-            }
-            self.recv[a][d] = (start, self.send[a][src].len());
-        }
+    }
+
+    /// (ghost index, source index) of the ghosts made along periodic axis `a` where the
+    /// subdomain is its own neighbour: recv[a][d] holds what was sent the other way,
+    /// send[a][1 − d] (what goes up comes back from below).
+    fn own_images(&self, a: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        (0..2).flat_map(move |d| {
+            let (start, n) = self.recv[a][d];
+            assert_eq!(n, self.send[a][1 - d].len());
+            self.send[a][1 - d]
+                .iter()
+                .enumerate()
+                .map(move |(g, &k)| (start + g, k as usize))
+        })
     }
 
     /// For each ghost (index `n_owned + g`), the local index of the owned particle it is a
@@ -358,17 +371,11 @@ impl Halo {
         origin.clear();
         origin.resize(ps.len() - n_owned, NO_ORIGIN);
         for a in (0..3).filter(|&a| dec.dims[a] == 1 && dec.periodic[a]) {
-            // recv[a][0] came from the lower side = what was sent up, send[a][1]
-            for (d, src) in [(0, 1), (1, 0)] {
-                let (start, n) = self.recv[a][d];
-                assert_eq!(n, self.send[a][src].len());
-                for (g, &k) in self.send[a][src].iter().enumerate() {
-                    let k = k as usize;
-                    origin[start + g - n_owned] = match k < n_owned {
-                        true => k as u32,
-                        false => origin[k - n_owned],
-                    };
-                }
+            for (t, k) in self.own_images(a) {
+                origin[t - n_owned] = match k < n_owned {
+                    true => k as u32,
+                    false => origin[k - n_owned],
+                };
             }
         }
     }
@@ -409,16 +416,10 @@ impl Halo {
     /// buffers or a send to itself (chute: 5 500 ghosts per step). Ghosts forwarded by an
     /// earlier axis' sweep are already fresh, as in the message path.
     fn refresh_own_images(&mut self, a: usize, ps: &mut Particles) {
-        // recv[a][0] came from the lower side = what was sent up, send[a][1]
-        for (d, src) in [(0, 1), (1, 0)] {
-            let (start, n) = self.recv[a][d];
-            assert_eq!(n, self.send[a][src].len());
-            for (g, &k) in self.send[a][src].iter().enumerate() {
-                let (k, t) = (k as usize, start + g);
-                ps.pos[t] = ps.pos[k];
-                ps.vel[t] = ps.vel[k];
-                ps.angvel[t] = ps.angvel[k];
-            }
+        for (t, k) in self.own_images(a) {
+            ps.pos[t] = ps.pos[k];
+            ps.vel[t] = ps.vel[k];
+            ps.angvel[t] = ps.angvel[k];
         }
     }
 }
