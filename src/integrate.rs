@@ -191,8 +191,8 @@ impl<'a> Advance<'a> {
         }
     }
 
-    /// Assemble the force on particles `r` (`contacts(p)` gives the contact force and torque,
-    /// gravity m g is added last), store it in `force` and advance them. Returns how far they
+    /// Assemble the force on particles `r` (`contacts(p0, f, t)` gives the contact forces and
+    /// torques of particles p0.., gravity m g is added last), store it in `force` and advance them. Returns how far they
     /// moved from the reference positions.
     ///
     /// # Safety
@@ -200,7 +200,7 @@ impl<'a> Advance<'a> {
     /// may access these particles' kinematics meanwhile.
     unsafe fn range<F>(&self, r: std::ops::Range<usize>, contacts: &F) -> Moved
     where
-        F: Fn(usize) -> (V3, V3),
+        F: Fn(usize, &mut [V3], &mut [V3]),
     {
         assert!(r.start <= r.end && r.end <= self.n);
         let len = r.len();
@@ -219,10 +219,9 @@ impl<'a> Advance<'a> {
             let n = LANES.min(len - b0);
             let p0 = r.start + b0;
             // The contact sums first (each particle's accumulators are read and cleared).
-            for k in 0..n {
-                let (fc, tc) = contacts(p0 + k);
-                f[k] = fc + self.g * self.mass[p0 + k];
-                t[k] = tc;
+            contacts(p0, &mut f[..n], &mut t[..n]);
+            for (f, &m) in f[..n].iter_mut().zip(&self.mass[p0..p0 + n]) {
+                *f += self.g * m;
             }
             if !self.force.is_null() {
                 std::slice::from_raw_parts_mut(self.force.add(p0), n).copy_from_slice(&f[..n]);
@@ -463,8 +462,9 @@ impl Kernel {
     }
 }
 
-/// Assemble the force on every owned particle (`contacts(p)` gives the contact force and
-/// torque, gravity m g is added last), store the force in `force` if `record_force`, and
+/// Assemble the force on every owned particle (`contacts(p0, f, t)` writes the contact forces
+/// and torques of particles p0.. into `f` and `t`, as many as they hold; gravity m g is added
+/// last), store the force in `force` if `record_force`, and
 /// integrate — one pass over the particles, rayon over chunks. Returns how far the particles
 /// moved from `reference` (the positions at the last rebuild), for the Verlet trigger: the
 /// box of the displacements only if `want_box` (it costs settle 8k 7 % of the integrator).
@@ -480,7 +480,7 @@ pub fn leapfrog<F>(
     contacts: F,
 ) -> Moved
 where
-    F: Fn(usize) -> (V3, V3) + Sync,
+    F: Fn(usize, &mut [V3], &mut [V3]) + Sync,
 {
     let adv = Advance::new(ps, reference, dt, lambda, g, record_force, want_box);
     let n = adv.n;

@@ -705,7 +705,7 @@ impl Simulation {
             self.gravity,
             record,
             self.want_box,
-            |p| gather.take(p),
+            |p0, f, t| gather.take_block(p0, f, t),
         );
         let mut wall_d2: f64 = 0.0;
         for (w, r) in self.walls.iter_mut().zip(&self.wall_ref) {

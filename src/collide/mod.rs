@@ -17,6 +17,9 @@ use rayon::prelude::*;
 /// Owned particles per rayon task in the grid search.
 const CHUNK: usize = 1024;
 
+/// Particles per rayon task in the binning passes (a plain map per particle).
+const BIN_CHUNK: usize = 4096;
+
 /// Reusable buffers of the cell grid (no allocation once warm).
 ///
 /// The grid is planned from the owned particles alone (`GridPlan`): the owned particles' bounding
@@ -67,12 +70,20 @@ impl GridPlan {
     /// far-flung particles cannot make it explode in memory).
     fn new(pos: &[V3], h_min: f64) -> GridPlan {
         let n = pos.len();
-        let mut lo = V3::repeat(f64::INFINITY);
-        let mut hi = V3::repeat(f64::NEG_INFINITY);
-        for x in pos {
-            lo = lo.inf(x);
-            hi = hi.sup(x);
-        }
+        // the bounding box on rayon (minima and maxima: any order gives the same bits)
+        let (mut lo, mut hi) = pos
+            .par_chunks(BIN_CHUNK)
+            .map(|c| {
+                let mut b = (V3::repeat(f64::INFINITY), V3::repeat(f64::NEG_INFINITY));
+                for x in c {
+                    b = (b.0.inf(x), b.1.sup(x));
+                }
+                b
+            })
+            .reduce(
+                || (V3::repeat(f64::INFINITY), V3::repeat(f64::NEG_INFINITY)),
+                |a, b| (a.0.inf(&b.0), a.1.sup(&b.1)),
+            );
         if n == 0 {
             lo = V3::zeros();
             hi = V3::zeros();
@@ -132,12 +143,11 @@ pub fn order_by_cell(
     let n = ps.n_owned;
     let plan = GridPlan::new(&ps.pos[..n], min_cell);
     let [cells, start, count] = scratch;
-    cells.clear();
-    cells.extend(
-        ps.pos[..n]
-            .iter()
-            .map(|x| plan.index(plan.coords(x)) as u32),
-    );
+    ps.pos[..n]
+        .par_iter()
+        .with_min_len(BIN_CHUNK)
+        .map(|x| plan.index(plan.coords(x)) as u32)
+        .collect_into_vec(cells);
     counting_bin(cells, plan.n_cells(), start, count, perm);
     // `count[c]` is now the end of cell c: sort each cell's few particles by gid.
     let mut s = 0;
@@ -157,13 +167,16 @@ impl CellGrid {
         let plan = GridPlan::new(&ps.pos[..n_owned], h_min.max(self.min_cell));
         self.plan = plan;
         let ncell = plan.n_cells();
-        // owned (each particle's cell coordinates once: three divisions)
-        self.coords_p.clear();
-        self.coords_p
-            .extend(ps.pos[..n_owned].iter().map(|x| plan.coords(x)));
-        self.cell_of.clear();
-        self.cell_of
-            .extend(self.coords_p.iter().map(|&c| plan.index(c) as u32));
+        // owned (each particle's cell coordinates once: three divisions); the passes per
+        // owned particle on rayon (chute, 2 threads: binning 1.0 → 0.8 ms per rebuild)
+        ps.pos[..n_owned]
+            .par_iter()
+            .with_min_len(BIN_CHUNK)
+            .map(|x| {
+                let c = plan.coords(x);
+                (c, plan.index(c) as u32)
+            })
+            .unzip_into_vecs(&mut self.coords_p, &mut self.cell_of);
         counting_bin(
             &self.cell_of,
             ncell,
@@ -171,14 +184,19 @@ impl CellGrid {
             &mut self.fill,
             &mut self.items_o,
         );
-        self.coords_o.clear();
-        self.xr_o.clear();
-        for &p in &self.items_o {
-            let (x, c) = (ps.pos[p as usize], self.coords_p[p as usize]);
-            self.coords_o.push([c[0] as u32, c[1] as u32, c[2] as u32]);
-            self.xr_o.push([x.x, x.y, x.z, ps.radius[p as usize]]);
-        }
-        // ghosts
+        let coords_p = &self.coords_p;
+        self.items_o
+            .par_iter()
+            .with_min_len(BIN_CHUNK)
+            .map(|&p| {
+                let (x, c) = (ps.pos[p as usize], coords_p[p as usize]);
+                (
+                    [c[0] as u32, c[1] as u32, c[2] as u32],
+                    [x.x, x.y, x.z, ps.radius[p as usize]],
+                )
+            })
+            .unzip_into_vecs(&mut self.coords_o, &mut self.xr_o);
+        // ghosts (few: sequential)
         self.cell_of.clear();
         self.cell_of.extend(
             (n_owned..ps.len()).map(|p| plan.index(plan.coords(&image_pos(ps, p, cell))) as u32),

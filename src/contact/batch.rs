@@ -332,7 +332,7 @@ unsafe fn kernel_avx512(b: &mut Lanes, dt: f64) {
 
 impl PairsView<'_> {
     /// The frictional sphere–sphere pairs of range `r` in batches (module docs); results go to
-    /// the pairs' slots or to task `task`'s accumulators.
+    /// the pairs' slots or to the accumulators of the task `out` was made for.
     ///
     /// # Safety
     /// No other thread may run an overlapping range at the same time.
@@ -340,7 +340,6 @@ impl PairsView<'_> {
     pub(super) unsafe fn run_frict(
         &self,
         r: std::ops::Range<usize>,
-        task: usize,
         pair_slot: &[[u32; 2]],
         out: SlotWriter,
         ps: &Particles,
@@ -387,7 +386,7 @@ impl PairsView<'_> {
                 if m == LANES {
                     b.fill(kernel, m, ps, st, self.shifts);
                     kernel.run(&mut b, dt);
-                    scatter(&b, m, base, act, st, task, pair_slot, out);
+                    scatter(&b, m, base, act, st, pair_slot, out);
                     m = 0;
                 }
             }
@@ -395,7 +394,7 @@ impl PairsView<'_> {
         if m > 0 {
             b.fill(kernel, m, ps, st, self.shifts);
             kernel.run(&mut b, dt);
-            scatter(&b, m, base, act, st, task, pair_slot, out);
+            scatter(&b, m, base, act, st, pair_slot, out);
         }
     }
 
@@ -520,7 +519,6 @@ fn scatter(
     base: usize,
     act: &mut [bool],
     st: &mut [FrictState],
-    task: usize,
     pair_slot: &[[u32; 2]],
     out: SlotWriter,
 ) {
@@ -535,7 +533,7 @@ fn scatter(
             (b.f.get(q), b.t1.get(q), b.t2.get(q))
         };
         let ij = (b.i[q] as usize, b.j[q] as usize);
-        out.sphere(task, base + k, ij, pair_slot, f, t1, t2);
+        out.sphere(base + k, ij, pair_slot, f, t1, t2);
     }
 }
 

@@ -53,8 +53,8 @@ pub fn sphere_pairs(
     let kernel = crate::kernel::Kernel::detect();
     let ps_slot = &slots.pair_slot;
     // SAFETY: `for_ranges` hands out disjoint ranges.
-    for_ranges(&v, slots, out, |r, task| unsafe {
-        v.run_frict(r, task, ps_slot, out, ps, mats, dt, kernel)
+    for_ranges(&v, slots, out, |r, out| unsafe {
+        v.run_frict(r, ps_slot, out, ps, mats, dt, kernel)
     });
 }
 
@@ -103,7 +103,7 @@ impl<'a> PairsView<'a> {
     }
 
     /// Run the pairs of range `r` in order: `law` computes one pair (it may switch the pair's
-    /// contact flag); the result goes to the pair's slots or to task `task`'s accumulators.
+    /// contact flag); the result goes to the pair's slots or to the accumulators of the task `out` was made for.
     ///
     /// A pair that is not in contact and whose distance exceeds `reach_factor` (r₁ + r₂) is
     /// skipped before the law is called (most candidates of the Verlet list are apart).
@@ -115,7 +115,6 @@ impl<'a> PairsView<'a> {
     unsafe fn run<L>(
         &self,
         r: std::ops::Range<usize>,
-        task: usize,
         pair_slot: &[[u32; 2]],
         out: SlotWriter,
         ps: &Particles,
@@ -144,7 +143,7 @@ impl<'a> PairsView<'a> {
             if !(was_active || act[k]) {
                 continue;
             }
-            out.sphere(task, base + k, (i, j), pair_slot, f.f, f.t1, f.t2);
+            out.sphere(base + k, (i, j), pair_slot, f.f, f.t1, f.t2);
         }
     }
 
@@ -173,18 +172,19 @@ fn pair_loop<L>(
     let v = PairsView::new(pairs);
     let ps_slot = &slots.pair_slot;
     // SAFETY: `for_ranges` hands out disjoint ranges.
-    for_ranges(&v, slots, out, |r, task| unsafe {
-        v.run(r, task, ps_slot, out, ps, reach_factor, &law)
+    for_ranges(&v, slots, out, |r, out| unsafe {
+        v.run(r, ps_slot, out, ps, reach_factor, &law)
     });
 }
 
 /// Split the pair list among the threads: accumulator mode, each task its two ranges
 /// ([`ForceSlots::task_ranges`]); slot mode, rayon over fixed chunks of [`CHUNK`] pairs.
-/// `run(range, task)` runs one range; the ranges handed out are disjoint.
+/// `run(range, out)` runs one range with the writer of its task
+/// ([`ForceSlots::task_writer`]); the ranges handed out are disjoint.
 #[inline]
 fn for_ranges<R>(v: &PairsView, slots: &ForceSlots, out: SlotWriter, run: R)
 where
-    R: Fn(std::ops::Range<usize>, usize) + Sync,
+    R: Fn(std::ops::Range<usize>, SlotWriter) + Sync,
 {
     let n = v.len();
     if out.accumulating() {
@@ -192,12 +192,15 @@ where
             .task_ranges()
             .par_iter()
             .enumerate()
-            .for_each(|(task, rs)| rs.iter().for_each(|r| run(r.clone(), task)));
+            .for_each(|(task, rs)| {
+                let out = slots.task_writer(out, task);
+                rs.iter().for_each(|r| run(r.clone(), out))
+            });
         return;
     }
     (0..n.div_ceil(CHUNK))
         .into_par_iter()
-        .for_each(|c| run(c * CHUNK..((c + 1) * CHUNK).min(n), 0));
+        .for_each(|c| run(c * CHUNK..((c + 1) * CHUNK).min(n), out));
 }
 
 /// The pair list's contact flags and histories, shared by the accumulator tasks (each touches
