@@ -139,6 +139,17 @@ fn output_layout() {
         .map(|s| format!("snap_{s:09}.h5"))
         .collect();
     assert_eq!(snaps, want, "snapshot files");
+    // timing.json: the step loop and the set-up (first neighbour build) apart, both measured
+    let timing = std::fs::read_to_string(out.join("timing.json")).unwrap();
+    for key in ["wall_s", "setup_s", "particle_steps_per_s"] {
+        let v: f64 = timing
+            .split(&format!("\"{key}\": "))
+            .nth(1)
+            .and_then(|r| r.split([',', '\n']).next())
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{key} missing from timing.json:\n{timing}"));
+        assert!(v > 0.0 && v.is_finite(), "{key} = {v}");
+    }
 }
 
 /// One `DATASET`/`ATTRIBUTE` of an `h5dump -H` listing.

@@ -639,7 +639,7 @@ mod tests {
         // folded: both particles owned, the branch vector bit for bit the ghost's
         let mut pl = PairList::default();
         pl.merge(&out, false, false, |_| true);
-        pl.set_shifts(&ps.image, &d.size());
+        pl.set_shifts(&ps.image, &ps.radius, &d.size());
         let want: Vec<V3> = (0..pl.len())
             .map(|k| {
                 let (i, j) = (pl.i[k] as usize, pl.j[k] as usize);

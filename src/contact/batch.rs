@@ -21,6 +21,8 @@
 
 use super::law::linear::cundall_strack_step;
 use super::store::FrictState;
+#[cfg(doc)]
+use super::store::PairList;
 use super::{branch_at, geom, reduced_mass, PairsView};
 use crate::forces::SlotWriter;
 use crate::kernel::Kernel;
@@ -400,7 +402,8 @@ impl PairsView<'_> {
 
     /// Pass 1a of pairs `r` (at most [`SEL`]) with contact flags `act`: bit q is set if pair
     /// `r.start + q` is in contact or within reach (|l| < r₁ + r₂), the test of the per-pair
-    /// loop (which repeats it exactly, so only the cost depends on the variant).
+    /// loop, which repeats it exactly: a variant may set more bits (AVX-512 compares with
+    /// [`PairList::reach2`], rounded up to f32), so only the cost depends on the variant.
     #[inline(always)]
     fn select(
         &self,
@@ -442,7 +445,8 @@ impl PairsView<'_> {
 
     /// [`Self::select`] eight pairs at a time with gathers. The shift is added for every pair
     /// (shift code 0 adds +0.0, which leaves |l|² unchanged), so |l|² has the bits of
-    /// [`branch_at`]'s.
+    /// [`branch_at`]'s; it is compared with the pairs' (r₁ + r₂)² rounded up to f32, loaded
+    /// instead of gathering both radii (chute, 2 threads: contact −3 %).
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,avx2")]
     unsafe fn select_avx512(
@@ -455,10 +459,9 @@ impl PairsView<'_> {
         use std::arch::x86_64::*;
         let len = r.len();
         assert!(len <= SEL && act.len() == len && r.end <= self.i.len());
-        assert!(r.end <= self.j.len() && r.end <= self.code.len());
-        let (px, rad, sh) = (
+        assert!(r.end <= self.j.len() && r.end <= self.code.len() && r.end <= self.reach2.len());
+        let (px, sh) = (
             pos.as_ptr() as *const f64,
-            radius.as_ptr(),
             self.shifts.as_ptr() as *const f64,
         );
         let three = _mm256_set1_epi32(3);
@@ -497,11 +500,9 @@ impl PairsView<'_> {
                 _mm512_add_pd(_mm512_mul_pd(l[0], l[0]), _mm512_mul_pd(l[1], l[1])),
                 _mm512_mul_pd(l[2], l[2]),
             );
-            let reach = _mm512_add_pd(
-                _mm512_i32gather_pd::<8>(vi, rad),
-                _mm512_i32gather_pd::<8>(vj, rad),
-            );
-            let near = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(d2, _mm512_mul_pd(reach, reach));
+            // (r₁ + r₂)² rounded up: a superset of the exact test (which the loop repeats)
+            let reach2 = _mm512_cvtps_pd(_mm256_loadu_ps(self.reach2.as_ptr().add(k)));
+            let near = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(d2, reach2);
             bits |= ((near | on) as u64) << q;
             q += 8;
         }
@@ -685,7 +686,7 @@ mod select_tests {
         }
         let mut pl = PairList::default();
         pl.merge(&cands, false, false, |_| true);
-        pl.set_shifts(&ps.image, &V3::new(4.0, 4.0, 4.0));
+        pl.set_shifts(&ps.image, &ps.radius, &V3::new(4.0, 4.0, 4.0));
         (ps, pl)
     }
 

@@ -76,6 +76,7 @@ struct PairsView<'a> {
     j: &'a [u32],
     code: &'a [u8],
     shifts: &'a [V3],
+    reach2: &'a [f32],
     pp: PairsPtr,
 }
 
@@ -99,6 +100,7 @@ impl<'a> PairsView<'a> {
             j: &pairs.j,
             code: &pairs.shift,
             shifts: &pairs.shifts,
+            reach2: &pairs.reach2,
         }
     }
 
