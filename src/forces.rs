@@ -42,7 +42,8 @@ pub struct ForceSlots {
     /// Task t's accumulators cover only the window of particles its pairs touch (`win[t]`):
     /// the pairs are in cell order and each task takes a contiguous part of each group, so
     /// the windows barely overlap, and the integrator reads and clears about one accumulator
-    /// per particle instead of one per task (chute, 2 threads: integrate 0.19 → 0.16 s per 1000 steps, measured).
+    /// per particle instead of one per task (chute, 2 threads: integrate 0.19 → 0.16 s per
+    /// 1000 steps, measured).
     acc: Vec<Slot>,
     /// Accumulator mode: number of tasks (the rayon thread count at the rebuild) and each
     /// task's two pair ranges, [leading part, trailing part] (see [`Self::task_ranges`]).

@@ -192,8 +192,8 @@ impl<'a> Advance<'a> {
     }
 
     /// Assemble the force on particles `r` (`contacts(p0, f, t)` gives the contact forces and
-    /// torques of particles p0.., gravity m g is added last), store it in `force` and advance them. Returns how far they
-    /// moved from the reference positions.
+    /// torques of particles p0.., gravity m g is added last), store it in `force` and advance
+    /// them. Returns how far they moved from the reference positions.
     ///
     /// # Safety
     /// No other thread may advance an overlapping range at the same time, and nothing else
