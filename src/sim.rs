@@ -517,12 +517,15 @@ impl Simulation {
     /// The run's set-up (collective): build the neighbour structures now if the next step
     /// would build them, as LAMMPS' `run` does before its timed loop, so that the step loop's
     /// timing holds only steps. The first step then finds them built: the same operations in
-    /// the same order, the same bits. Its time goes to no phase; returns it in seconds.
+    /// the same order, the same bits. The pair list's second generation of buffers is sized
+    /// too ([`crate::contact::store::PairList::warm`]), so that no rebuild of the loop
+    /// allocates. Its time goes to no phase; returns it in seconds.
     pub fn prepare(&mut self) -> Result<f64> {
         let t = Instant::now();
         if self.need_rebuild {
             let timers = self.timers.clone();
             self.rebuild()?;
+            self.pairs.warm();
             self.timers = timers;
         }
         Ok(t.elapsed().as_secs_f64())
