@@ -45,9 +45,8 @@ pub struct ForceSlots {
     /// per particle instead of one per task (chute, 2 threads: integrate 0.19 → 0.16 s per
     /// 1000 steps, measured).
     acc: Vec<Slot>,
-    /// Accumulator mode: number of tasks (the rayon thread count at the rebuild) and each
-    /// task's two pair ranges, [leading part, trailing part] (see [`Self::task_ranges`]).
-    n_tasks: usize,
+    /// Accumulator mode: each task's two pair ranges, [leading part, trailing part], one task
+    /// per rayon thread at the rebuild (see [`Self::task_ranges`]).
     ranges: Vec<[std::ops::Range<usize>; 2]>,
     /// Accumulator mode: each task's window of owned particles and where it starts in `acc`.
     win: Vec<Window>,
@@ -264,7 +263,6 @@ impl ForceSlots {
     /// ranges in `start`, so the gather finds only the wall slots there).
     fn build_accumulators(&mut self, n_owned: usize, pairs: &PairList, tasks: usize) {
         let n_pairs = pairs.len();
-        self.n_tasks = tasks;
         let n_lead = pairs.leading.iter().take_while(|&&l| l).count();
         task_ranges(pairs, n_owned, n_lead, tasks, &mut self.ranges);
         self.win.clear();
@@ -369,8 +367,11 @@ impl ForceSlots {
             win,
             ..
         } = self;
+        // the windows lie in `acc` (checked once per step, not per block of particles)
+        assert!(win
+            .iter()
+            .all(|w| w.lo <= w.hi && w.off + (w.hi - w.lo) <= acc.len()));
         Gather {
-            n_acc: acc.len(),
             acc: match accumulate {
                 true => acc.as_mut_ptr(),
                 false => std::ptr::null_mut(),
@@ -479,7 +480,6 @@ fn slot_sum(
 /// writes).
 pub struct Gather<'a> {
     acc: *mut Slot,
-    n_acc: usize,
     win: &'a [Window],
     n_owned: usize,
     start: &'a [u32],
@@ -521,22 +521,18 @@ impl Gather<'_> {
                 t.fill(V3::zeros());
                 summed = true;
             }
-            assert!(w.off + (w.hi - w.lo) <= self.n_acc);
-            // SAFETY: in bounds (checked); particles a..b's entries are used by this call
-            // alone (type docs).
+            // SAFETY: in bounds (every window lies in `acc`: checked by `ForceSlots::gather`);
+            // particles a..b's entries are used by this call alone (type docs).
             let acc =
                 unsafe { std::slice::from_raw_parts_mut(self.acc.add(w.off + a - w.lo), b - a) };
             let (f, t) = (&mut f[a - p0..b - p0], &mut t[a - p0..b - p0]);
             // The first sum of a block starts from zero (0 + x: the bits of a sum from zero)
             // in the same pass: a separate clearing pass cost the chute integrator 5 %.
-            let z = match summed {
-                true => None,
-                false => Some(V3::zeros()),
-            };
+            let z = V3::zeros();
             for ((s, f), t) in acc.iter_mut().zip(f).zip(t) {
-                (*f, *t) = match z {
-                    Some(z) => (z + s[0], z + s[1]),
-                    None => (*f + s[0], *t + s[1]),
+                (*f, *t) = match summed {
+                    true => (*f + s[0], *t + s[1]),
+                    false => (z + s[0], z + s[1]),
                 };
                 *s = [V3::zeros(); 2];
             }

@@ -105,7 +105,8 @@ impl<'a> PairsView<'a> {
     }
 
     /// Run the pairs of range `r` in order: `law` computes one pair (it may switch the pair's
-    /// contact flag); the result goes to the pair's slots or to the accumulators of the task `out` was made for.
+    /// contact flag); the result goes to the pair's slots or to the accumulators of the task
+    /// `out` was made for.
     ///
     /// A pair that is not in contact and whose distance exceeds `reach_factor` (r₁ + r₂) is
     /// skipped before the law is called (most candidates of the Verlet list are apart).

@@ -170,8 +170,8 @@ pub struct PairList {
     scratch_state: Vec<FrictState>,
     scratch_cpm: Vec<CpmHist>,
     scratch_idx: Vec<u32>,
-    touching: Vec<((u64, u64), u32)>,
-    touching_index: KeyIndex,
+    /// The old list's touching pairs during a merge, indexed by key.
+    touching: KeyIndex,
     scratch_keys: Vec<(u64, u64)>,
 }
 
@@ -395,7 +395,7 @@ impl PairList {
         self.shift.clear();
         // Touching old pairs in key order (duplicates carry equal histories: any serves).
         let mut touching = std::mem::take(&mut self.touching);
-        touching.clear();
+        touching.entries.clear();
         // 64 flags at a time into a bit mask, then the set bits: no branch per pair (one in
         // seven touches, at random: a branch per pair cost 0.4 ms per chute rebuild)
         for (c, flags) in self.scratch_active.chunks(64).enumerate() {
@@ -406,14 +406,13 @@ impl PairList {
             while bits != 0 {
                 let o = c * 64 + bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                touching.push((self.scratch_key[o], o as u32));
+                touching.entries.push((self.scratch_key[o], o as u32));
             }
         }
-        touching.par_sort_unstable();
-        self.touching_index.build(&touching);
+        touching.build();
         let lost = if check {
             let all: Vec<Candidate> = chunks.iter().flat_map(|c| c.as_ref()).copied().collect();
-            self.count_lost(&all, &touching, &mine)
+            self.count_lost(&all, &touching.entries, &mine)
         } else {
             0
         };
@@ -433,7 +432,6 @@ impl PairList {
         {
             let (src_w, lead_w) = (Shared::new(&mut src), Shared::new(&mut lead));
             let (lead_keys, touching) = (&self.lead_keys, &touching);
-            let index = &self.touching_index;
             at.par_iter_mut().zip(chunks).for_each(|(a, ch)| {
                 let ch = ch.as_ref();
                 // SAFETY: the chunks' ranges [a[0], a[0] + len) are disjoint.
@@ -443,7 +441,7 @@ impl PairList {
                     *s = match near_only && !c.near {
                         true => NONE,
                         // ~30 000 look-ups on chute, the largest part of the merge
-                        false => index.find(touching, c.key).unwrap_or(NONE),
+                        false => touching.find(c.key).unwrap_or(NONE),
                     };
                     *l = match lead_keys {
                         Some(keys) => keys.binary_search(&c.key).is_ok(),
@@ -524,12 +522,15 @@ impl PairList {
 /// No old pair (a new candidate).
 const NONE: u32 = u32::MAX;
 
-/// Buckets of a list sorted by key, by particle 1's gid: the look-up of a key searches one
-/// bucket of a few entries instead of the whole list (a binary search over 15 000 keys was 14
-/// dependent loads per candidate, the largest part of the chute's merge). Buckets split the
-/// gid range evenly; gids are about evenly spread (generators number particles in turn).
+/// (key, value) entries sorted by key, in buckets by particle 1's gid: the look-up of a key
+/// searches one bucket of a few entries instead of the whole list (a binary search over 15 000
+/// keys was 14 dependent loads per candidate, the largest part of the chute's merge). Buckets
+/// split the gid range evenly; gids are about evenly spread (generators number particles in
+/// turn).
 #[derive(Clone, Debug, Default)]
 struct KeyIndex {
+    /// Filled by the user, then sorted by [`Self::build`].
+    entries: Vec<((u64, u64), u32)>,
     g0: u64,
     /// Buckets per unit of gid.
     scale: f64,
@@ -546,8 +547,10 @@ impl KeyIndex {
         b.min(self.start.len() - 2)
     }
 
-    /// Index `list` (sorted by key), one bucket per entry or so.
-    fn build(&mut self, list: &[((u64, u64), u32)]) {
+    /// Sort the entries and index them, one bucket per entry or so.
+    fn build(&mut self) {
+        self.entries.par_sort_unstable();
+        let list = &self.entries;
         let nb = list.len().max(1);
         let (g0, g1) = match (list.first(), list.last()) {
             (Some(a), Some(b)) => (a.0 .0, b.0 .0),
@@ -566,12 +569,12 @@ impl KeyIndex {
         }
     }
 
-    /// The value of `key` in `list` (the list [`Self::build`] indexed), if it is there.
+    /// The value of `key` among the entries (as [`Self::build`] left them), if it is there.
     #[inline]
-    fn find(&self, list: &[((u64, u64), u32)], key: (u64, u64)) -> Option<u32> {
+    fn find(&self, key: (u64, u64)) -> Option<u32> {
         let b = self.bucket(key.0);
         let (a, e) = (self.start[b] as usize, self.start[b + 1] as usize);
-        let bucket = &list[a..e];
+        let bucket = &self.entries[a..e];
         bucket
             .binary_search_by_key(&key, |t| t.0)
             .ok()
@@ -580,10 +583,10 @@ impl KeyIndex {
 }
 
 /// Resize a buffer whose old contents are not needed (a merge's outputs: the emission
-/// rewrites every entry it reads; recorded pair forces). Growing past the capacity drops the contents instead of copying
-/// them, and leaves a quarter more room, so that a list that grows by a few pairs does not
-/// reallocate at every other rebuild (chute: two 4 ms copies of 13 MB of histories into fresh
-/// pages, measured).
+/// rewrites every entry it reads; recorded pair forces). Growing past the capacity drops the
+/// contents instead of copying them, and leaves a quarter more room, so that a list that grows
+/// by a few pairs does not reallocate at every other rebuild (chute: two 4 ms copies of 13 MB
+/// of histories into fresh pages, measured).
 pub(crate) fn resize_stale<T: Clone>(v: &mut Vec<T>, n: usize, fill: T) {
     if n > v.capacity() {
         v.clear();
@@ -780,9 +783,12 @@ mod tests {
                     ((g, g + 1 + (u() * 50.0) as u64), k as u32)
                 })
                 .collect();
+            let mut index = KeyIndex {
+                entries: list.clone(),
+                ..Default::default()
+            };
+            index.build();
             list.sort_unstable();
-            let mut index = KeyIndex::default();
-            index.build(&list);
             let whole = |key| {
                 list.binary_search_by_key(&key, |t| t.0)
                     .ok()
@@ -790,17 +796,13 @@ mod tests {
             };
             for t in &list {
                 // present (with duplicates of particle 1: the same key gives the same value)
-                let got = index.find(&list, t.0).expect("present key not found");
+                let got = index.find(t.0).expect("present key not found");
                 assert_eq!(list.iter().find(|e| e.1 == got).unwrap().0, t.0);
             }
             for _ in 0..2000 {
                 let g = (u() * span as f64 * 1.2) as u64;
                 let key = (g, g + 1 + (u() * 50.0) as u64);
-                assert_eq!(
-                    index.find(&list, key).is_some(),
-                    whole(key).is_some(),
-                    "{key:?}"
-                );
+                assert_eq!(index.find(key).is_some(), whole(key).is_some(), "{key:?}");
             }
         }
     }
