@@ -15,7 +15,7 @@ use crate::engines::strainer::UniaxialStrainer;
 use crate::error::{Error, Result};
 use crate::forces::ForceSlots;
 use crate::integrate;
-use crate::material::{CpmMat, Material};
+use crate::material::{CpmMat, Material, MixTable};
 use crate::particles::{Particles, PermuteScratch, BLOCK_ALL};
 use crate::scene::Scene;
 use crate::V3;
@@ -112,6 +112,8 @@ struct EngineState {
 pub struct Simulation {
     pub name: String,
     pub materials: Vec<Material>,
+    /// The materials' pair parameters, mixed once (`MixTable`).
+    pub mix: MixTable,
     pub walls: Vec<Wall>,
     pub ps: Particles,
     pub domain: Domain,
@@ -291,6 +293,7 @@ impl Simulation {
         };
         Ok(Simulation {
             name: scene.name,
+            mix: MixTable::new(&scene.materials),
             materials: scene.materials,
             wall_ref: scene.walls.iter().map(|w| w.point).collect(),
             walls: scene.walls,
@@ -689,7 +692,7 @@ impl Simulation {
         if let Some(st) = &mut self.strainer {
             st.pre_step(self.step, self.dt, &mut self.ps);
         }
-        let (ps, mats, dt) = (&self.ps, &self.materials, self.dt);
+        let (ps, mix, dt) = (&self.ps, &self.mix, self.dt);
         let (pairs, wall_pairs, walls) = (&mut self.pairs, &mut self.wall_pairs, &self.walls);
         let (cpm, skin) = (&self.cpm, self.skin);
         // Sphere and wall pairs write disjoint buffers: one parallel region for both, so that
@@ -697,7 +700,7 @@ impl Simulation {
         // tens of µs, measured: bench/RESULTS.md "Threads").
         rayon::join(
             || match cpm {
-                None => contact::sphere_pairs(pairs, sl, out, ps, mats, dt),
+                None => contact::sphere_pairs(pairs, sl, out, ps, mix, dt),
                 Some(c) => {
                     let cs = contact::CpmStep {
                         link_factor: if c.links_created {
@@ -710,7 +713,7 @@ impl Simulation {
                     contact::cpm_pairs(pairs, sl, out, ps, &c.mats, dt, cs)
                 }
             },
-            || contact::wall_pairs(wall_pairs, &sl.wall_slot, out, ps, walls, mats, dt),
+            || contact::wall_pairs(wall_pairs, &sl.wall_slot, out, ps, walls, mix, dt),
         );
         let t2 = Instant::now();
         let gather = self.slots.gather();

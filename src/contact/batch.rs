@@ -26,7 +26,7 @@ use super::store::PairList;
 use super::{branch_at, geom, reduced_mass, PairsView};
 use crate::forces::SlotWriter;
 use crate::kernel::Kernel;
-use crate::material::{mix, FrictPhys, Material};
+use crate::material::{FrictPhys, MixTable};
 use crate::particles::Particles;
 use crate::V3;
 
@@ -345,7 +345,7 @@ impl PairsView<'_> {
         pair_slot: &[[u32; 2]],
         out: SlotWriter,
         ps: &Particles,
-        mats: &[Material],
+        mix: &MixTable,
         dt: f64,
         kernel: Kernel,
     ) {
@@ -373,9 +373,7 @@ impl PairsView<'_> {
                     // A new contact. Its n_old is never used: the shear force starts at zero,
                     // and the rotation of a zero vector is zero.
                     act[k] = true;
-                    let phys = mix(
-                        &mats[ps.material[i] as usize],
-                        &mats[ps.material[j] as usize],
+                    let phys = mix.get(ps.material[i], ps.material[j]).phys(
                         br.r1,
                         br.r2,
                         reduced_mass(ps.mass[i], ps.mass[j]),

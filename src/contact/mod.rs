@@ -9,7 +9,7 @@ pub mod law;
 pub mod store;
 
 use crate::forces::{ForceSlots, SlotWriter};
-use crate::material::{mix, Material};
+use crate::material::MixTable;
 use crate::particles::Particles;
 use crate::V3;
 use law::cpm::{self, CpmMat, CpmPhys, CpmState};
@@ -46,7 +46,7 @@ pub fn sphere_pairs(
     slots: &ForceSlots,
     out: SlotWriter,
     ps: &Particles,
-    mats: &[Material],
+    mix: &MixTable,
     dt: f64,
 ) {
     let v = PairsView::new(pairs);
@@ -54,7 +54,7 @@ pub fn sphere_pairs(
     let ps_slot = &slots.pair_slot;
     // SAFETY: `for_ranges` hands out disjoint ranges.
     for_ranges(&v, slots, out, |r, out| unsafe {
-        v.run_frict(r, ps_slot, out, ps, mats, dt, kernel)
+        v.run_frict(r, ps_slot, out, ps, mix, dt, kernel)
     });
 }
 
@@ -401,7 +401,7 @@ pub fn wall_pairs(
     out: SlotWriter,
     ps: &Particles,
     walls: &[Wall],
-    mats: &[Material],
+    mix: &MixTable,
     dt: f64,
 ) {
     let (ii, ww) = (&pairs.i, &pairs.j);
@@ -415,7 +415,7 @@ pub fn wall_pairs(
             for k in 0..st.len() {
                 let (i, w) = (ii[base + k] as usize, ww[base + k] as usize);
                 let was_active = act[k];
-                let r = wall_pair(&mut act[k], &mut st[k], ps, &walls[w], mats, dt, i);
+                let r = wall_pair(&mut act[k], &mut st[k], ps, &walls[w], mix, dt, i);
                 if was_active || act[k] {
                     out.wall(slots[base + k], r.f, r.t2);
                 }
@@ -430,7 +430,7 @@ pub fn wall_pair(
     st: &mut FrictState,
     ps: &Particles,
     wall: &Wall,
-    mats: &[Material],
+    mix: &MixTable,
     dt: f64,
     i: usize,
 ) -> PairForce {
@@ -444,13 +444,9 @@ pub fn wall_pair(
     }
     if !*active {
         *active = true;
-        let phys = mix(
-            &mats[wall.material as usize],
-            &mats[ps.material[i] as usize],
-            r,
-            r,
-            ps.mass[i],
-        );
+        let phys = mix
+            .get(wall.material, ps.material[i])
+            .phys(r, r, ps.mass[i]);
         *st = FrictState::new(phys, n);
     }
     let w2 = ps.angvel[i];
