@@ -414,6 +414,23 @@ impl ForceSlots {
         }
     }
 
+    /// Accumulator mode: the tasks of this step's contact loop with `out` (see [`TaskPlan`]);
+    /// no task otherwise.
+    pub fn task_plan(&self, out: SlotWriter) -> TaskPlan {
+        let mut plan = TaskPlan {
+            n: self.task_ranges().len(),
+            ranges: Default::default(),
+            writers: [out; MAX_ACC_TASKS],
+            windows: Default::default(),
+        };
+        for (t, rs) in self.task_ranges().iter().enumerate() {
+            plan.ranges[t] = rs.clone();
+            plan.writers[t] = self.task_writer(out, t);
+            plan.windows[t] = self.win[t].lo..self.win[t].hi;
+        }
+        plan
+    }
+
     /// Accumulator mode: the pair ranges of each task (empty otherwise).
     pub fn task_ranges(&self) -> &[[std::ops::Range<usize>; 2]] {
         match self.accumulate {
@@ -472,6 +489,17 @@ fn slot_sum(
         t += s[1];
     }
     (f, t)
+}
+
+/// The accumulator tasks of one step's contact loop ([`ForceSlots::task_plan`]), copied out of
+/// the slots so that the integrator's [`Gather`] can be made beside them: task t runs the pair
+/// ranges `ranges[t]` with `writers[t]` and writes the accumulators of the owned particles
+/// `windows[t]` (its pairs touch no other owned particle).
+pub struct TaskPlan {
+    pub n: usize,
+    pub ranges: [[std::ops::Range<usize>; 2]; MAX_ACC_TASKS],
+    pub writers: [SlotWriter; MAX_ACC_TASKS],
+    pub windows: [std::ops::Range<usize>; MAX_ACC_TASKS],
 }
 
 /// The integrator's view of the contact forces of a step: [`Gather::take_block`] returns the

@@ -482,15 +482,57 @@ pub fn leapfrog<F>(
 where
     F: Fn(usize, &mut [V3], &mut [V3]) + Sync,
 {
-    let adv = Advance::new(ps, reference, dt, lambda, g, record_force, want_box);
-    let n = adv.n;
-    (0..n.div_ceil(CHUNK))
+    let lf = Leapfrog::new(ps, reference, dt, lambda, g, record_force, want_box);
+    (0..lf.chunks())
         .into_par_iter()
-        .map(|c| {
-            // SAFETY: the chunks are disjoint.
-            unsafe { adv.range(c * CHUNK..((c + 1) * CHUNK).min(n), &contacts) }
-        })
+        // SAFETY: the chunks are disjoint.
+        .map(|c| unsafe { lf.chunk(c, &contacts) })
         .reduce(|| Moved::NONE, Moved::join)
+}
+
+/// [`leapfrog`] chunk by chunk, for a caller that schedules the chunks itself (the fused
+/// contact–integrator step of `Simulation`): chunk c is owned particles
+/// [`Leapfrog::chunk_range`]`(c)`, and any order or thread gives the same bits.
+pub struct Leapfrog<'a> {
+    adv: Advance<'a>,
+}
+
+impl<'a> Leapfrog<'a> {
+    /// See [`leapfrog`]. The particles' kinematics are written through raw pointers by
+    /// [`Leapfrog::chunk`] while this lives.
+    pub fn new(
+        ps: &'a mut Particles,
+        reference: &'a [V3],
+        dt: f64,
+        lambda: f64,
+        g: V3,
+        record_force: bool,
+        want_box: bool,
+    ) -> Self {
+        Leapfrog {
+            adv: Advance::new(ps, reference, dt, lambda, g, record_force, want_box),
+        }
+    }
+
+    pub fn chunks(&self) -> usize {
+        self.adv.n.div_ceil(CHUNK)
+    }
+
+    /// The owned particles of chunk `c`.
+    pub fn chunk_range(&self, c: usize) -> std::ops::Range<usize> {
+        c * CHUNK..((c + 1) * CHUNK).min(self.adv.n)
+    }
+
+    /// Assemble the forces of chunk `c` and advance it (see [`leapfrog`]).
+    ///
+    /// # Safety
+    /// Each chunk once per step; nothing else may access its particles' kinematics meanwhile.
+    pub unsafe fn chunk<F>(&self, c: usize, contacts: &F) -> Moved
+    where
+        F: Fn(usize, &mut [V3], &mut [V3]),
+    {
+        self.adv.range(self.chunk_range(c), contacts)
+    }
 }
 
 #[cfg(test)]

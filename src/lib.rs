@@ -17,6 +17,7 @@ pub mod material;
 pub mod particles;
 pub mod run;
 pub mod scene;
+pub mod sched;
 pub mod signals;
 pub mod sim;
 pub mod timestep;

@@ -172,6 +172,13 @@ pub struct Simulation {
     /// The owned origin of each ghost that is a periodic image of an owned particle
     /// (`Halo::self_origins`), at the last rebuild.
     origin: Vec<u32>,
+    /// Scratch of the fused contact–integrator step (`sched`).
+    claims: crate::sched::Claims,
+    /// Use the fused contact–integrator step where it applies (default; tests compare
+    /// without).
+    pub fuse: bool,
+    /// Steps taken with the fused step.
+    pub n_fused: u64,
     reference: Vec<V3>,
     wall_ref: Vec<V3>,
     perm: Vec<u32>,
@@ -328,6 +335,9 @@ impl Simulation {
             grid: CellGrid::default(),
             wall_cands: Vec::new(),
             origin: Vec::new(),
+            claims: Default::default(),
+            fuse: true,
+            n_fused: 0,
             reference: Vec::new(),
             perm: Vec::new(),
             sort_scratch: Default::default(),
@@ -692,6 +702,10 @@ impl Simulation {
         if let Some(st) = &mut self.strainer {
             st.pre_step(self.step, self.dt, &mut self.ps);
         }
+        let plan = self.slots.task_plan(out);
+        if self.fuse && plan.n >= 2 && self.cpm.is_none() && self.wall_pairs.is_empty() {
+            return self.fused_step(plan, record, t1);
+        }
         let (ps, mix, dt) = (&self.ps, &self.mix, self.dt);
         let (pairs, wall_pairs, walls) = (&mut self.pairs, &mut self.wall_pairs, &self.walls);
         let (cpm, skin) = (&self.cpm, self.skin);
@@ -727,6 +741,46 @@ impl Simulation {
             self.want_box,
             |p0, f, t| gather.take_block(p0, f, t),
         );
+        self.timers.contact += t2 - t1;
+        self.finish_step(moved, t2)
+    }
+
+    /// [`Self::advance`] from the contact loop on in one parallel region (`sched`): default
+    /// mode with the accumulator tasks of `plan` (two or more), frictional spheres, no wall
+    /// contacts. The same bits as the two regions.
+    fn fused_step(
+        &mut self,
+        plan: crate::forces::TaskPlan,
+        record: bool,
+        t1: Instant,
+    ) -> Result<()> {
+        let ps: *mut Particles = &mut self.ps;
+        // SAFETY: the integrator writes the kinematics of owned particles through raw
+        // pointers, chunk by chunk, only once every contact task reading that chunk has
+        // finished (`sched::contact_and_integrate`); the contact loop reads them through `ps`
+        // meanwhile, and nothing else touches the particles during the call.
+        let lf = integrate::Leapfrog::new(
+            unsafe { &mut *ps },
+            &self.reference,
+            self.dt,
+            self.damping,
+            self.gravity,
+            record,
+            self.want_box,
+        );
+        let lp = contact::SphereLoop::new(&mut self.pairs, unsafe { &*ps }, &self.mix, self.dt);
+        let gather = self.slots.gather();
+        let (moved, t2) = unsafe {
+            crate::sched::contact_and_integrate(&plan, &lp, &lf, &gather, &mut self.claims, t1)
+        };
+        self.timers.contact += t2.saturating_duration_since(t1);
+        self.n_fused += 1;
+        self.finish_step(moved, t2)
+    }
+
+    /// The rest of a step after the integrator (started at `t2`): walls, ghosts, the Verlet
+    /// trigger, stop requests, engines.
+    fn finish_step(&mut self, moved: integrate::Moved, t2: Instant) -> Result<()> {
         let mut wall_d2: f64 = 0.0;
         for (w, r) in self.walls.iter_mut().zip(&self.wall_ref) {
             w.point += w.vel * self.dt;
@@ -780,8 +834,7 @@ impl Simulation {
         }
         let t4 = Instant::now();
         self.timers.comm += t4 - t3;
-        self.timers.contact += t2 - t1;
-        self.timers.integrate += t3 - t2;
+        self.timers.integrate += t3.saturating_duration_since(t2);
         Ok(())
     }
 

@@ -111,3 +111,22 @@ fn reproducible_mode_is_bit_identical_for_one_and_two_threads() {
     assert!(a.stats().n_contacts > 0, "contacts formed");
     assert_eq!(state(&a), state(&b));
 }
+
+/// The fused contact–integrator step (src/sched.rs: default mode, 2–4 accumulator tasks, no
+/// wall contacts) gives the bits of the contact loop and the integrator run as two parallel
+/// regions: the chute (32 000 spheres, periodic in x and y, frozen bed) on 2, 3 and 4 threads.
+#[test]
+fn fused_step_gives_the_bits_of_the_two_regions() {
+    let text = std::fs::read_to_string("scenes/chute.ron")
+        .unwrap()
+        .replace("../bench/data/", "bench/data/");
+    for threads in [2, 3, 4] {
+        let (mut a, mut b) = (sim(&text), sim(&text));
+        b.fuse = false;
+        run_in(threads, &mut a, 80);
+        run_in(threads, &mut b, 80);
+        assert_eq!((a.n_fused, b.n_fused), (80, 0), "threads {threads}");
+        assert!(state(&a) == state(&b), "threads {threads}");
+        assert!(a.n_rebuilds > 1, "the run crosses a rebuild");
+    }
+}

@@ -49,13 +49,44 @@ pub fn sphere_pairs(
     mix: &MixTable,
     dt: f64,
 ) {
-    let v = PairsView::new(pairs);
-    let kernel = crate::kernel::Kernel::detect();
+    let lp = SphereLoop::new(pairs, ps, mix, dt);
     let ps_slot = &slots.pair_slot;
     // SAFETY: `for_ranges` hands out disjoint ranges.
-    for_ranges(&v, slots, out, |r, out| unsafe {
-        v.run_frict(r, ps_slot, out, ps, mix, dt, kernel)
+    for_ranges(&lp.v, slots, out, |r, out| unsafe {
+        lp.run(r, ps_slot, out)
     });
+}
+
+/// [`sphere_pairs`] range by range, for a caller that schedules the ranges itself (the fused
+/// contact–integrator step of `Simulation` runs the accumulator tasks of a
+/// [`crate::forces::TaskPlan`]).
+pub struct SphereLoop<'a> {
+    v: PairsView<'a>,
+    ps: &'a Particles,
+    mix: &'a MixTable,
+    dt: f64,
+    kernel: crate::kernel::Kernel,
+}
+
+impl<'a> SphereLoop<'a> {
+    pub fn new(pairs: &'a mut PairList, ps: &'a Particles, mix: &'a MixTable, dt: f64) -> Self {
+        SphereLoop {
+            v: PairsView::new(pairs),
+            ps,
+            mix,
+            dt,
+            kernel: crate::kernel::Kernel::detect(),
+        }
+    }
+
+    /// The pairs of range `r`, results to their slots `pair_slot` or through `out`.
+    ///
+    /// # Safety
+    /// No other thread may run an overlapping range at the same time.
+    pub unsafe fn run(&self, r: std::ops::Range<usize>, pair_slot: &[[u32; 2]], out: SlotWriter) {
+        let (ps, mix, dt, kernel) = (self.ps, self.mix, self.dt, self.kernel);
+        self.v.run_frict(r, pair_slot, out, ps, mix, dt, kernel)
+    }
 }
 
 /// Geometry of one pair at the start of a step: branch vector l = C₂ − C₁ (with the periodic
