@@ -28,6 +28,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static A: Counting = Counting;
 
+/// The counter is global: the tests of this file run one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A falling, colliding cloud with walls (frictional law, damping): every kind of pair.
 const SCENE: &str = r#"Scene(
     materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.5, density: 2600.0,
@@ -45,6 +48,7 @@ const SCENE: &str = r#"Scene(
 
 #[test]
 fn steps_without_rebuild_do_not_allocate() {
+    let _one = ONE_AT_A_TIME.lock().unwrap();
     for threads in [1, 2] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -78,4 +82,35 @@ fn steps_without_rebuild_do_not_allocate() {
             );
         });
     }
+}
+
+/// The same for the fused contact–integrator step (src/sched.rs: 2 threads, no wall
+/// contacts), on the chute.
+#[test]
+fn fused_steps_without_rebuild_do_not_allocate() {
+    let _one = ONE_AT_A_TIME.lock().unwrap();
+    let text = std::fs::read_to_string("scenes/chute.ron")
+        .unwrap()
+        .replace("../bench/data/", "bench/data/");
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    pool.install(|| {
+        let mut s = sim(&text);
+        steps(&mut s, 200); // warm: the buffers of a few rebuilds
+        let (mut counted, mut allocs, fused) = (0, 0, s.n_fused);
+        for _ in 0..300 {
+            let rebuild = s.need_rebuild();
+            let before = ALLOCS.load(Ordering::Relaxed);
+            s.step().unwrap();
+            if !rebuild {
+                allocs += ALLOCS.load(Ordering::Relaxed) - before;
+                counted += 1;
+            }
+        }
+        assert_eq!(s.n_fused - fused, 300, "every step fused");
+        assert!(counted > 200, "{counted} steps without rebuild");
+        assert_eq!(allocs, 0, "allocations in {counted} fused steps");
+    });
 }
