@@ -130,12 +130,13 @@ pub unsafe fn contact_and_integrate(
                 }
             };
             let home_of = |t: usize| home[t]..home[t + 1];
-            home_of(w.min(nt - 1)).for_each(&mut visit);
+            // (w < nt: the workers are 0..nt)
+            home_of(w).for_each(&mut visit);
             for d in 1..nt {
                 if w + d < nt {
                     home_of(w + d).for_each(&mut visit);
                 }
-                if w >= d && w - d < nt {
+                if w >= d {
                     home_of(w - d).rev().for_each(&mut visit);
                 }
             }

@@ -46,6 +46,21 @@ const SCENE: &str = r#"Scene(
     domain: Domain(lo: (-0.002, -0.002, -0.002), hi: (0.026, 0.026, 0.05),
                    periodic: (false, true, false)))"#;
 
+/// Run `n` steps; returns how many of them did not rebuild and how many allocations those made.
+fn count_allocations(s: &mut demhpc::Simulation, n: usize) -> (u64, u64) {
+    let (mut counted, mut allocs) = (0, 0);
+    for _ in 0..n {
+        let rebuild = s.need_rebuild();
+        let before = ALLOCS.load(Ordering::Relaxed);
+        s.step().unwrap();
+        if !rebuild {
+            allocs += ALLOCS.load(Ordering::Relaxed) - before;
+            counted += 1;
+        }
+    }
+    (counted, allocs)
+}
+
 #[test]
 fn steps_without_rebuild_do_not_allocate() {
     let _one = ONE_AT_A_TIME.lock().unwrap();
@@ -62,16 +77,7 @@ fn steps_without_rebuild_do_not_allocate() {
                 "contacts: {}",
                 s.stats().n_contacts
             );
-            let (mut counted, mut allocs) = (0, 0);
-            for _ in 0..2000 {
-                let rebuild = s.need_rebuild();
-                let before = ALLOCS.load(Ordering::Relaxed);
-                s.step().unwrap();
-                if !rebuild {
-                    allocs += ALLOCS.load(Ordering::Relaxed) - before;
-                    counted += 1;
-                }
-            }
+            let (counted, allocs) = count_allocations(&mut s, 2000);
             assert!(
                 counted > 1000,
                 "{threads} threads: {counted} steps without rebuild"
@@ -99,16 +105,8 @@ fn fused_steps_without_rebuild_do_not_allocate() {
     pool.install(|| {
         let mut s = sim(&text);
         steps(&mut s, 200); // warm: the buffers of a few rebuilds
-        let (mut counted, mut allocs, fused) = (0, 0, s.n_fused);
-        for _ in 0..300 {
-            let rebuild = s.need_rebuild();
-            let before = ALLOCS.load(Ordering::Relaxed);
-            s.step().unwrap();
-            if !rebuild {
-                allocs += ALLOCS.load(Ordering::Relaxed) - before;
-                counted += 1;
-            }
-        }
+        let fused = s.n_fused;
+        let (counted, allocs) = count_allocations(&mut s, 300);
         assert_eq!(s.n_fused - fused, 300, "every step fused");
         assert!(counted > 200, "{counted} steps without rebuild");
         assert_eq!(allocs, 0, "allocations in {counted} fused steps");
