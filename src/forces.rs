@@ -397,7 +397,7 @@ impl ForceSlots {
 
     /// The writer for task `task`'s pairs: in accumulator mode, `out` narrowed to the task's
     /// accumulators; otherwise `out` itself.
-    pub fn task_writer(&self, out: SlotWriter, task: usize) -> SlotWriter {
+    fn task_writer(&self, out: SlotWriter, task: usize) -> SlotWriter {
         match out.accumulating() {
             true => {
                 let w = self.win[task];
@@ -421,12 +421,10 @@ impl ForceSlots {
             n: self.task_ranges().len(),
             ranges: Default::default(),
             writers: [out; MAX_ACC_TASKS],
-            windows: Default::default(),
         };
         for (t, rs) in self.task_ranges().iter().enumerate() {
             plan.ranges[t] = rs.clone();
             plan.writers[t] = self.task_writer(out, t);
-            plan.windows[t] = self.win[t].lo..self.win[t].hi;
         }
         plan
     }
@@ -493,13 +491,21 @@ fn slot_sum(
 
 /// The accumulator tasks of one step's contact loop ([`ForceSlots::task_plan`]), copied out of
 /// the slots so that the integrator's [`Gather`] can be made beside them: task t runs the pair
-/// ranges `ranges[t]` with `writers[t]` and writes the accumulators of the owned particles
-/// `windows[t]` (its pairs touch no other owned particle).
+/// ranges `ranges[t]` with `writers[t]`, which writes the accumulators of the owned particles
+/// [`SlotWriter::window`] (its pairs touch no other owned particle).
 pub struct TaskPlan {
     pub n: usize,
     pub ranges: [[std::ops::Range<usize>; 2]; MAX_ACC_TASKS],
     pub writers: [SlotWriter; MAX_ACC_TASKS],
-    pub windows: [std::ops::Range<usize>; MAX_ACC_TASKS],
+}
+
+impl TaskPlan {
+    /// Task t: `run(range, writer)` for each of its pair ranges, in order.
+    pub fn run_task(&self, t: usize, mut run: impl FnMut(std::ops::Range<usize>, SlotWriter)) {
+        for r in &self.ranges[t] {
+            run(r.clone(), self.writers[t]);
+        }
+    }
 }
 
 /// The integrator's view of the contact forces of a step: [`Gather::take_block`] returns the
@@ -666,6 +672,12 @@ impl SlotWriter {
 
     pub fn accumulating(&self) -> bool {
         !self.acc.is_null()
+    }
+
+    /// The owned particles whose accumulators this writer holds (a task's window, see
+    /// [`ForceSlots::task_writer`]).
+    pub fn window(&self) -> std::ops::Range<usize> {
+        self.acc_lo..self.acc_lo + self.n_acc
     }
 
     /// Write one wall pair's result: −F (F acts on the wall) and the sphere's torque.

@@ -129,8 +129,10 @@ pub fn rotate(q: Quat, theta: V3) -> Quat {
 /// The integrator's view of the owned particles: kinematics and force through raw pointers, so
 /// that rayon tasks can each advance a disjoint range with plain indexed loops (a rayon zip of
 /// five chunked slices compiled to a slower loop: settle 8k integrate −20 %), masses shared.
-/// The particles stay mutably borrowed while the view lives.
-struct Advance<'a> {
+/// The particles stay mutably borrowed while the view lives. [`leapfrog`] runs its chunks on
+/// rayon; the fused contact–integrator step (`sched`) schedules them itself: chunk c is owned
+/// particles [`Advance::chunk_range`]`(c)`, and any order or thread gives the same bits.
+pub struct Advance<'a> {
     pos: *mut V3,
     vel: *mut V3,
     angvel: *mut V3,
@@ -158,7 +160,7 @@ impl<'a> Advance<'a> {
     /// `record`: store each particle's total force in `Particles::force`; `want_box`: return
     /// the box of the displacements (else an empty one).
     #[allow(clippy::too_many_arguments)]
-    fn new(
+    pub fn new(
         ps: &'a mut Particles,
         reference: &'a [V3],
         dt: f64,
@@ -482,7 +484,7 @@ pub fn leapfrog<F>(
 where
     F: Fn(usize, &mut [V3], &mut [V3]) + Sync,
 {
-    let lf = Leapfrog::new(ps, reference, dt, lambda, g, record_force, want_box);
+    let lf = Advance::new(ps, reference, dt, lambda, g, record_force, want_box);
     (0..lf.chunks())
         .into_par_iter()
         // SAFETY: the chunks are disjoint.
@@ -490,37 +492,14 @@ where
         .reduce(|| Moved::NONE, Moved::join)
 }
 
-/// [`leapfrog`] chunk by chunk, for a caller that schedules the chunks itself (the fused
-/// contact–integrator step of `Simulation`): chunk c is owned particles
-/// [`Leapfrog::chunk_range`]`(c)`, and any order or thread gives the same bits.
-pub struct Leapfrog<'a> {
-    adv: Advance<'a>,
-}
-
-impl<'a> Leapfrog<'a> {
-    /// See [`leapfrog`]. The particles' kinematics are written through raw pointers by
-    /// [`Leapfrog::chunk`] while this lives.
-    pub fn new(
-        ps: &'a mut Particles,
-        reference: &'a [V3],
-        dt: f64,
-        lambda: f64,
-        g: V3,
-        record_force: bool,
-        want_box: bool,
-    ) -> Self {
-        Leapfrog {
-            adv: Advance::new(ps, reference, dt, lambda, g, record_force, want_box),
-        }
-    }
-
+impl Advance<'_> {
     pub fn chunks(&self) -> usize {
-        self.adv.n.div_ceil(CHUNK)
+        self.n.div_ceil(CHUNK)
     }
 
     /// The owned particles of chunk `c`.
     pub fn chunk_range(&self, c: usize) -> std::ops::Range<usize> {
-        c * CHUNK..((c + 1) * CHUNK).min(self.adv.n)
+        c * CHUNK..((c + 1) * CHUNK).min(self.n)
     }
 
     /// Assemble the forces of chunk `c` and advance it (see [`leapfrog`]).
@@ -531,7 +510,7 @@ impl<'a> Leapfrog<'a> {
     where
         F: Fn(usize, &mut [V3], &mut [V3]),
     {
-        self.adv.range(self.chunk_range(c), contacts)
+        self.range(self.chunk_range(c), contacts)
     }
 }
 

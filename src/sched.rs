@@ -16,7 +16,7 @@
 
 use crate::contact::SphereLoop;
 use crate::forces::{Gather, TaskPlan, MAX_ACC_TASKS};
-use crate::integrate::{Leapfrog, Moved};
+use crate::integrate::{Advance, Moved};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -54,7 +54,7 @@ impl Claims {
 pub unsafe fn contact_and_integrate(
     plan: &TaskPlan,
     lp: &SphereLoop,
-    lf: &Leapfrog,
+    lf: &Advance,
     gather: &Gather,
     claims: &mut Claims,
     t0: Instant,
@@ -75,7 +75,7 @@ pub unsafe fn contact_and_integrate(
         let r = lf.chunk_range(c);
         (0..nt)
             .filter(|&t| {
-                let w = &plan.windows[t];
+                let w = plan.writers[t].window();
                 w.start < w.end && w.start < r.end && r.start < w.end
             })
             .fold(0u32, |m, t| m | 1 << t)
@@ -86,7 +86,7 @@ pub unsafe fn contact_and_integrate(
     let mut home = [nc; MAX_ACC_TASKS + 1];
     home[0] = 0;
     for t in 1..nt {
-        let end = plan.windows[t - 1].end;
+        let end = plan.writers[t - 1].window().end;
         home[t] = (home[t - 1]..nc)
             .find(|&c| {
                 let r = lf.chunk_range(c);
@@ -103,10 +103,8 @@ pub unsafe fn contact_and_integrate(
             let t = (w + k) % nt;
             if !started[t].swap(true, Ordering::AcqRel) {
                 let guard = FailOnUnwind(&failed);
-                for r in &plan.ranges[t] {
-                    // SAFETY: tasks' ranges are disjoint; each task is run once.
-                    unsafe { lp.run(r.clone(), &[], plan.writers[t]) };
-                }
+                // SAFETY: tasks' ranges are disjoint; each task is run once.
+                plan.run_task(t, |r, out| unsafe { lp.run(r, &[], out) });
                 std::mem::forget(guard);
                 done[t].store(true, Ordering::Release);
                 last_done.fetch_max(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);

@@ -702,9 +702,9 @@ impl Simulation {
         if let Some(st) = &mut self.strainer {
             st.pre_step(self.step, self.dt, &mut self.ps);
         }
-        let plan = self.slots.task_plan(out);
-        if self.fuse && plan.n >= 2 && self.cpm.is_none() && self.wall_pairs.is_empty() {
-            return self.fused_step(plan, record, t1);
+        let tasks = self.slots.task_ranges().len();
+        if self.fuse && tasks >= 2 && self.cpm.is_none() && self.wall_pairs.is_empty() {
+            return self.fused_step(self.slots.task_plan(out), record, t1);
         }
         let (ps, mix, dt) = (&self.ps, &self.mix, self.dt);
         let (pairs, wall_pairs, walls) = (&mut self.pairs, &mut self.wall_pairs, &self.walls);
@@ -759,7 +759,7 @@ impl Simulation {
         // pointers, chunk by chunk, only once every contact task reading that chunk has
         // finished (`sched::contact_and_integrate`); the contact loop reads them through `ps`
         // meanwhile, and nothing else touches the particles during the call.
-        let lf = integrate::Leapfrog::new(
+        let lf = integrate::Advance::new(
             unsafe { &mut *ps },
             &self.reference,
             self.dt,

@@ -214,7 +214,7 @@ fn pair_loop<L>(
 /// Split the pair list among the threads: accumulator mode, each task its two ranges
 /// ([`ForceSlots::task_ranges`]); slot mode, rayon over fixed chunks of [`CHUNK`] pairs.
 /// `run(range, out)` runs one range with the writer of its task
-/// ([`ForceSlots::task_writer`]); the ranges handed out are disjoint.
+/// ([`ForceSlots::task_plan`]); the ranges handed out are disjoint.
 #[inline]
 fn for_ranges<R>(v: &PairsView, slots: &ForceSlots, out: SlotWriter, run: R)
 where
@@ -222,14 +222,10 @@ where
 {
     let n = v.len();
     if out.accumulating() {
-        slots
-            .task_ranges()
-            .par_iter()
-            .enumerate()
-            .for_each(|(task, rs)| {
-                let out = slots.task_writer(out, task);
-                rs.iter().for_each(|r| run(r.clone(), out))
-            });
+        let plan = slots.task_plan(out);
+        (0..plan.n)
+            .into_par_iter()
+            .for_each(|t| plan.run_task(t, &run));
         return;
     }
     (0..n.div_ceil(CHUNK))
