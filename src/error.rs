@@ -25,6 +25,10 @@ pub enum Error {
     /// Reading or writing a file failed.
     #[error("{path}: {msg}")]
     Io { path: String, msg: String },
+    /// A stop signal (SIGTERM, SIGUSR1, SIGUSR2) arrived during the set-up, before the first
+    /// step: there is no state worth a checkpoint yet, so the job ends (exit 1).
+    #[error("stopped by {} during the set-up ({what}); no step was run", crate::signals::name(*sig))]
+    Stopped { sig: i32, what: String },
 }
 
 impl Error {
@@ -32,7 +36,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Scene { .. } | Error::Input(_) => 2,
-            Error::Runtime(_) | Error::Peer { .. } | Error::Io { .. } => 1,
+            Error::Runtime(_) | Error::Peer { .. } | Error::Io { .. } | Error::Stopped { .. } => 1,
         }
     }
 

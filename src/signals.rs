@@ -43,3 +43,66 @@ pub fn name(sig: i32) -> &'static str {
         _ => "a stop request",
     }
 }
+
+/// Watch over a long set-up loop (a generator, a file reader, a checkpoint scan): a stop
+/// signal ends the set-up with [`crate::Error::Stopped`] at the next tick, and the loop logs
+/// its progress every [`SetupWatch::EVERY`] (the user sees that a long set-up is alive).
+/// `tick` costs an atomic load; the clock is read once every 1024 ticks.
+pub struct SetupWatch {
+    what: String,
+    total: Option<u64>,
+    start: std::time::Instant,
+    last: std::time::Instant,
+    ticks: u64,
+}
+
+impl SetupWatch {
+    /// Seconds between progress lines.
+    pub const EVERY: f64 = 2.0;
+
+    /// `what` names the loop in messages ("DensePack of spheres[0]"); `total` is the count of
+    /// items the loop will tick through, when known.
+    pub fn new(what: impl Into<String>, total: Option<u64>) -> Self {
+        let now = std::time::Instant::now();
+        SetupWatch {
+            what: what.into(),
+            total,
+            start: now,
+            last: now,
+            ticks: 0,
+        }
+    }
+
+    /// One more item done (`done` items so far): `Err(Stopped)` once a stop signal arrived.
+    #[inline]
+    pub fn tick(&mut self, done: u64) -> crate::error::Result<()> {
+        if let Some(sig) = requested() {
+            return Err(crate::Error::Stopped {
+                sig,
+                what: self.what.clone(),
+            });
+        }
+        self.ticks += 1;
+        if self.ticks.is_multiple_of(1024) {
+            self.progress(done);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn progress(&mut self, done: u64) {
+        if self.last.elapsed().as_secs_f64() < Self::EVERY {
+            return;
+        }
+        self.last = std::time::Instant::now();
+        let el = self.start.elapsed().as_secs_f64();
+        match self.total {
+            Some(t) if t > 0 => log::info!(
+                "set-up: {}: {done}/{t} ({:.1} %) after {el:.0} s",
+                self.what,
+                100.0 * done as f64 / t as f64
+            ),
+            _ => log::info!("set-up: {}: {done} after {el:.0} s", self.what),
+        }
+    }
+}
