@@ -25,6 +25,12 @@ pub enum Error {
     /// Reading or writing a file failed.
     #[error("{path}: {msg}")]
     Io { path: String, msg: String },
+    /// A failure agreed on by every rank (an I/O error on one rank, a damaged checkpoint found
+    /// by one rank): every rank returns it with the message of the lowest failing rank and
+    /// the exit code that rank's error had, so rank 0 can report it and all ranks can end
+    /// together ([`crate::domain::comm::Comm::agree`]).
+    #[error("{msg}")]
+    Agreed { code: i32, msg: String },
     /// A stop signal (SIGTERM, SIGUSR1, SIGUSR2) arrived during the set-up, before the first
     /// step: there is no state worth a checkpoint yet, so the job ends (exit 1).
     #[error("stopped by {} during the set-up ({what}); no step was run", crate::signals::name(*sig))]
@@ -36,6 +42,7 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Scene { .. } | Error::Input(_) => 2,
+            Error::Agreed { code, .. } => *code,
             Error::Runtime(_) | Error::Peer { .. } | Error::Io { .. } | Error::Stopped { .. } => 1,
         }
     }

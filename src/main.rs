@@ -52,6 +52,10 @@ enum Cmd {
     Info {
         /// Checkpoint file (.h5).
         file: PathBuf,
+        /// Verify the checksums of every dataset and check every row, even for a large file
+        /// (done by default up to 2 GiB).
+        #[arg(long)]
+        verify: bool,
     },
 }
 
@@ -95,24 +99,27 @@ fn main() {
         log::set_max_level(log::LevelFilter::Warn);
     }
     let result = match &cli.cmd {
-        Some(Cmd::Info { file }) => match run_args_given(&cli) {
+        Some(Cmd::Info { file, verify }) => match run_args_given(&cli) {
             Some(arg) => Err(Error::Input(format!(
                 "`demhpc info` describes a file and runs nothing: {arg} does not apply"
             ))),
-            None => info(file),
+            None => info(file, *verify),
         },
         None => real_main(&cli, size > 1),
     };
     let code = match result {
         Ok(()) => 0,
         Err(e) => {
-            // Bad input is detected identically on every rank: say it once. A rank that
-            // stops because another failed has nothing to add to that rank's message.
+            // Bad input is detected identically on every rank, and an agreed failure carries
+            // the same message on every rank: say it once. A rank that stops because another
+            // failed has nothing to add to that rank's message.
             let input = matches!(e, demhpc::Error::Input(_) | demhpc::Error::Scene { .. });
-            if (rank == 0 || !input) && !matches!(e, demhpc::Error::Peer { .. }) {
+            let agreed = matches!(e, demhpc::Error::Agreed { .. });
+            let once = input || agreed;
+            if (rank == 0 || !once) && !matches!(e, demhpc::Error::Peer { .. }) {
                 log::error!("{e}");
             }
-            if size > 1 && !input {
+            if size > 1 && !once {
                 // Runtime failures may hit one rank alone: exit at once without finalising,
                 // which makes mpirun end the whole job (no rank left waiting in a collective).
                 std::process::exit(e.exit_code());
@@ -120,6 +127,16 @@ fn main() {
             e.exit_code()
         }
     };
+    if demhpc::io::h5par::hdf5_unclean() {
+        // HDF5 holds a file it could not close (a full disk even for its metadata): its
+        // shutdown, run by MPI_Finalize and by the exit handlers, would crash on it. End here,
+        // with every rank (the failure was agreed), without either.
+        use std::io::Write;
+        std::io::stdout().flush().ok();
+        std::io::stderr().flush().ok();
+        // SAFETY: _exit ends the process at once; nothing is left to run.
+        unsafe { libc::_exit(code.max(1)) }
+    }
     drop(mpi);
     std::process::exit(code);
 }
@@ -167,7 +184,7 @@ fn load_scene(cli: &Cli) -> Result<Scene, Error> {
         };
     };
     let info = checkpoint::read_info(ck)?;
-    let stored = Scene::parse(&info.scene_text, Path::new(&info.scene_file))?;
+    let stored = stored_scene(ck, &info)?;
     let Some(p) = &cli.scene else {
         return Ok(stored);
     };
@@ -183,6 +200,26 @@ fn load_scene(cli: &Cli) -> Result<Scene, Error> {
         )));
     }
     Ok(given)
+}
+
+/// The scene stored in a checkpoint, validated. Its data files are found beside the original
+/// scene file; errors in its text name the checkpoint (the text is the checkpoint's copy, the
+/// original file may have changed since).
+fn stored_scene(ck: &Path, info: &checkpoint::CheckpointInfo) -> Result<Scene, Error> {
+    Scene::parse(&info.scene_text, Path::new(&info.scene_file)).map_err(|e| match e {
+        Error::Scene {
+            file,
+            line,
+            col,
+            msg,
+        } if file == info.scene_file => Error::Scene {
+            file: format!("{} (the scene stored in it, from {file})", ck.display()),
+            line,
+            col,
+            msg,
+        },
+        e => e,
+    })
 }
 
 fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
@@ -213,8 +250,9 @@ fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
     Ok(())
 }
 
-/// `demhpc info FILE`.
-fn info(file: &Path) -> Result<(), Error> {
+/// `demhpc info FILE`: the root attributes (their checksum verified), then, for files up to
+/// [`VERIFY_MAX`] or with `--verify`, the checksums of every dataset and every row checked.
+fn info(file: &Path, verify: bool) -> Result<(), Error> {
     let i = checkpoint::read_info(file)?;
     if demhpc::domain::comm::Comm::world_rank() != 0 {
         return Ok(());
@@ -239,5 +277,30 @@ fn info(file: &Path) -> Result<(), Error> {
         i.n_contacts, i.n_wall_contacts
     );
     println!("reproducible    {}", i.reproducible);
-    Ok(())
+    let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    if !verify && size > VERIFY_MAX {
+        println!(
+            "integrity       root attributes verified; datasets not read ({:.1} GB: give --verify)",
+            size as f64 / 1e9
+        );
+        return Ok(());
+    }
+    let limits = stored_scene(file, &i).ok().map(|s| checkpoint::Limits {
+        max_gid: s.summary.n,
+        n_materials: s.materials.len(),
+        n_walls: s.walls.len(),
+    });
+    match checkpoint::inspect(file, &i, limits) {
+        Ok(what) => {
+            println!("integrity       ok: {what}");
+            Ok(())
+        }
+        Err(e) => {
+            println!("integrity       DAMAGED");
+            Err(e)
+        }
+    }
 }
+
+/// Files up to this size are verified by `demhpc info` without `--verify` (a few seconds).
+const VERIFY_MAX: u64 = 2 << 30;

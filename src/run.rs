@@ -156,35 +156,48 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             sim.step
         );
     }
+    // Rank 0 creates the output files; a failure there is agreed by every rank (exit 1 on
+    // all, no rank left stepping alone).
     let ck_dir = out_dir.join(&ck.dir);
-    if root {
-        std::fs::create_dir_all(&ck_dir).map_err(|e| Error::io(&ck_dir, e))?;
-    }
+    let made = match root {
+        true => std::fs::create_dir_all(&ck_dir).map_err(|e| Error::io(&ck_dir, e)),
+        false => Ok(()),
+    };
+    sim.comm.agree(made)?;
     let series_path = out_dir.join("series.csv");
     let n_walls = sim.walls.len();
-    let mut series = match (root, opts.restart.is_some()) {
-        (true, false) => Some(Series::create(&series_path, n_walls)?),
-        (true, true) => Some(Series::resume(&series_path, n_walls, sim.step)?),
-        (false, _) => None,
+    let series = match (root, opts.restart.is_some()) {
+        (true, false) => Series::create(&series_path, n_walls).map(Some),
+        (true, true) => Series::resume(&series_path, n_walls, sim.step).map(Some),
+        (false, _) => Ok(None),
     };
-    let mut strain_csv = match (&sim.strainer, root) {
-        (Some(_), true) => Some(StrainSeries::open(
+    let mut series = sim.comm.agree(series)?;
+    let strain_csv = match (&sim.strainer, root) {
+        (Some(_), true) => StrainSeries::open(
             &out_dir.join("strainer.csv"),
             opts.restart.as_ref().map(|_| sim.step),
-        )?),
-        _ => None,
+        )
+        .map(Some),
+        _ => Ok(None),
     };
-    if let (Some(t), true) = (&specimen, root) {
-        let p = out_dir.join("specimen.txt");
-        std::fs::write(&p, t).map_err(|e| Error::io(&p, e))?;
-    }
-    let mut snaps = match opts.restart {
-        Some(_) => SnapshotWriter::resume(&out_dir, root, sim.step)?,
-        None => SnapshotWriter::new(&out_dir, root)?,
+    let mut strain_csv = sim.comm.agree(strain_csv)?;
+    let written = match (&specimen, root) {
+        (Some(t), true) => {
+            let p = out_dir.join("specimen.txt");
+            std::fs::write(&p, t).map_err(|e| Error::io(&p, e))
+        }
+        _ => Ok(()),
     };
+    sim.comm.agree(written)?;
+    let snaps = match opts.restart {
+        Some(_) => SnapshotWriter::resume(&out_dir, root, sim.step),
+        None => SnapshotWriter::new(&out_dir, root),
+    };
+    let mut snaps = sim.comm.agree(snaps)?;
     let save = |sim: &Simulation| -> Result<PathBuf> {
         write_checkpoint(sim, &ck_dir, ck.keep as usize, &scene_text, &scene_file)
     };
+    let fault = FaultHook::from_env();
     let mut last_checkpoint: Option<PathBuf> = None;
     let mut last_ckpt_time = Instant::now();
     let n = sim.n_global();
@@ -232,12 +245,17 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 && last_ckpt_time.elapsed().as_secs_f64() >= ck.wall_seconds;
             sim.step()?;
             let t0 = Instant::now();
+            if let Some(f) = &fault {
+                f.apply(sim.step, sim.comm.rank());
+            }
             if series_due(sim.step) {
                 sim.check()?;
                 let st = sim.stats();
-                if let Some(s) = series.as_mut() {
-                    s.row(sim.step, sim.time, sim.dt, &st)?;
-                }
+                let row = match series.as_mut() {
+                    Some(s) => s.row(sim.step, sim.time, sim.dt, &st),
+                    None => Ok(()),
+                };
+                sim.comm.agree(row)?;
             }
             if output.snapshot_every > 0 && sim.step % output.snapshot_every == 0 && sim.step != end
             {
@@ -246,19 +264,16 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             let finished = sim.finished();
             if strain_every > 0 && (sim.step % strain_every == 0 || sim.step == end || finished) {
                 let row = strain_row(&sim);
-                if let Some(c) = strain_csv.as_mut() {
-                    c.row(&row)?;
-                }
+                let written = match strain_csv.as_mut() {
+                    Some(c) => c.row(&row),
+                    None => Ok(()),
+                };
+                sim.comm.agree(written)?;
             }
             let periodic = ck.every > 0 && sim.step % ck.every == 0;
             let at_end = ck.at_end && (sim.step == end || finished);
             if periodic || at_end || sim.checkpoint_agreed || sim.stop_agreed {
-                if let Some(s) = series.as_mut() {
-                    s.flush()?;
-                }
-                if let Some(c) = strain_csv.as_mut() {
-                    c.flush()?;
-                }
+                sim.comm.agree(flush(&mut series, &mut strain_csv))?;
                 let t_write = Instant::now();
                 let p = save(&sim)?;
                 io.writes += 1;
@@ -303,15 +318,14 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         Ok(())
     })();
     if let Err(e) = result {
-        // Keep what there is: the state at the failure goes to a snapshot before we stop.
-        // The snapshot is collective: only when every rank is here — blow-ups (`Runtime`,
-        // `Peer`) are agreed on by all ranks, and a single process is always all of them; an
-        // I/O error may be rank 0's alone (series, strainer CSV), and the other ranks are then
-        // still stepping, so it writes nothing (main exits and mpirun ends the job).
+        // Keep what there is: the state at a blow-up goes to a snapshot before we stop. Blow-ups
+        // (`Runtime`, `Peer`) are agreed on by all ranks, so the collective write can run. An
+        // I/O failure (agreed too, `Agreed`) writes nothing more: the disk that failed would
+        // most likely fail again.
         if let Some(s) = series.as_mut() {
             s.flush().ok();
         }
-        let all_here = sim.comm.size() == 1 || matches!(e, Error::Runtime(_) | Error::Peer { .. });
+        let all_here = matches!(e, Error::Runtime(_) | Error::Peer { .. });
         if all_here {
             match snaps.write(&sim) {
                 Ok(Some(p)) => error!("state at step {} written to {}", sim.step, p.display()),
@@ -335,12 +349,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     if stopped.is_none() {
         snaps.write(&sim)?;
     }
-    if let Some(s) = series.as_mut() {
-        s.flush()?;
-    }
-    if let Some(c) = strain_csv.as_mut() {
-        c.flush()?;
-    }
+    sim.comm.agree(flush(&mut series, &mut strain_csv))?;
     sim.timers.output += t0.elapsed();
     let wall_s = sim.comm.max_f64(start.elapsed().as_secs_f64());
     let done = sim.step - first;
@@ -365,6 +374,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     ];
     sim.comm.sum_f64s(&mut tr);
     let (pairs, wall_pairs) = (sim.pairs.len(), sim.wall_pairs.len());
+    let mut timing = Ok(());
     if root {
         let ranks = sim.comm.size();
         let cores = ranks * rayon::current_num_threads();
@@ -375,7 +385,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         };
         // a run that had nothing to do keeps the timing report of the run that did the work
         if done > 0 {
-            write_timing(&out_dir, &sim, &summary, &phases, &comm, n)?;
+            timing = write_timing(&out_dir, &sim, &summary, &phases, &comm, n);
         }
         info!(
             "done: {} steps of {} particles in {:.3} s (+ {:.3} s set-up): {:.3e} particle-steps/s ({:.3e} per core, {} core(s)), {} rebuilds",
@@ -400,7 +410,67 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             );
         }
     }
+    sim.comm.agree(timing)?;
     Ok(summary)
+}
+
+/// Test hook: `DEMHPC_FAULT_FSIZE=STEP:BYTES[:RANK]` makes the file system refuse, from the
+/// outputs of step STEP on (series row, snapshot, checkpoint), every write beyond BYTES bytes
+/// of a file (`RLIMIT_FSIZE`, with SIGXFSZ ignored so that writes fail with EFBIG as on a
+/// full disk or an exhausted quota) — on rank RANK only, or on every rank. A real write
+/// failure deep in MPI-IO or HDF5, without mounting a small file system (tests/faults.rs).
+#[derive(Clone, Copy, Debug)]
+struct FaultHook {
+    step: u64,
+    bytes: u64,
+    rank: Option<u64>,
+}
+
+impl FaultHook {
+    fn from_env() -> Option<FaultHook> {
+        let v = std::env::var("DEMHPC_FAULT_FSIZE").ok()?;
+        let f: Vec<u64> = v.split(':').filter_map(|x| x.parse().ok()).collect();
+        match *f.as_slice() {
+            [step, bytes] => Some(FaultHook {
+                step,
+                bytes,
+                rank: None,
+            }),
+            [step, bytes, r] => Some(FaultHook {
+                step,
+                bytes,
+                rank: Some(r),
+            }),
+            _ => None,
+        }
+    }
+
+    fn apply(&self, step: u64, rank: usize) {
+        if step != self.step || self.rank.is_some_and(|r| r != rank as u64) {
+            return;
+        }
+        let lim = libc::rlimit {
+            rlim_cur: self.bytes,
+            rlim_max: self.bytes,
+        };
+        // SAFETY: plain system calls on this process with valid arguments.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+        }
+    }
+}
+
+/// Flush the CSV files rank 0 keeps open (their rows reach the disk before a checkpoint that
+/// a restart would continue them from).
+fn flush(series: &mut Option<Series>, strain: &mut Option<StrainSeries>) -> Result<()> {
+    if let Some(s) = series.as_mut() {
+        s.flush()?;
+    }
+    if let Some(c) = strain.as_mut() {
+        c.flush()?;
+    }
+    Ok(())
 }
 
 /// Build the simulation from a checkpoint (collective).
@@ -441,6 +511,11 @@ fn strain_row(sim: &Simulation) -> String {
 fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
     let info = checkpoint::read_info(path)?;
     let reproducible = scene.reproducible || info.reproducible;
+    let limits = checkpoint::Limits {
+        max_gid: scene.summary.n,
+        n_materials: scene.materials.len(),
+        n_walls: scene.walls.len(),
+    };
     let mut sim =
         Simulation::new_restart(scene, opts.mpi, opts.grid, (info.bbox_lo, info.bbox_hi))?;
     if sim.dt.to_bits() != info.dt.to_bits() {
@@ -451,18 +526,23 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
             sim.dt
         )));
     }
-    let dec = sim.dec.clone();
-    let restored = checkpoint::read_local(path, &info, |x| dec.owns(x));
-    // A rank that cannot read its part must not leave the others waiting in `restore`.
-    if sim.comm.any(restored.is_err()) {
-        return Err(restored.err().unwrap_or(Error::Peer {
-            rank: sim.comm.rank(),
-            step: info.step,
-        }));
+    // Damage is found before any of it is used: checksums (each rank verifies a share of
+    // every dataset), then every row a rank keeps, then the checks across ranks.
+    if !checkpoint::verify(path, &info, &sim.comm)? && sim.comm.is_root() {
+        warn!(
+            "{}: format version {} has no checksums: damage to it cannot be detected",
+            path.display(),
+            info.format_version
+        );
     }
+    let dec = sim.dec.clone();
+    let restored = checkpoint::read_local(path, &info, &limits, |x| dec.owns(x));
+    // A rank that cannot read its part must not leave the others waiting in `restore`.
+    let restored = sim.comm.agree(restored)?;
+    checkpoint::check_global(path, &info, &restored, &sim.comm)?;
     // before `restore`: the force assembly of the rebuild there depends on the mode
     sim.reproducible = reproducible;
-    sim.restore(restored?)?;
+    sim.restore(restored)?;
     if sim.comm.is_root() {
         info!(
             "restarted from {} at step {} (t = {:.6e} s): {} particles, {} contacts; written by {} rank(s), now {}",
@@ -498,11 +578,7 @@ fn write_checkpoint(
     } else {
         Ok(())
     };
-    if sim.comm.any(moved.is_err()) {
-        return Err(moved
-            .err()
-            .unwrap_or_else(|| Error::io(dir, "moving `latest` failed on rank 0")));
-    }
+    sim.comm.agree(moved)?;
     if sim.comm.is_root() {
         let mb = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0) as f64 / 1e6;
         let s = t0.elapsed().as_secs_f64();

@@ -379,24 +379,36 @@ fn info_and_h5dump_describe_a_checkpoint() {
     ok(&o, "info");
     let text = String::from_utf8_lossy(&o.stdout);
     for want in [
-        "demhpc-checkpoint version 1",
+        "demhpc-checkpoint version 2",
         "on 2 rank(s)",
         "step            300",
         "particles       512",
         "sphere-sphere",
         "sphere-wall",
+        "integrity       ok: checksums of every dataset verified",
     ] {
         assert!(text.contains(want), "`{want}` missing in:\n{text}");
     }
     let dump = std::process::Command::new("h5dump")
-        .args(["-a", "/format_version", "-d", "/particles/gid"])
+        .args([
+            "-a",
+            "/format_version",
+            "-d",
+            "/particles/gid",
+            "-a",
+            "/particles/gid/crc32c",
+        ])
         .arg(&f)
         .output()
         .expect("h5dump (hdf5-tools) installed by scripts/setup.sh");
     let d = String::from_utf8_lossy(&dump.stdout);
     assert!(dump.status.success(), "{d}");
     assert!(d.contains("DATASPACE  SIMPLE { ( 512 ) / ( 512 ) }"), "{d}");
-    assert!(d.contains("(0): 1"), "format_version 1: {d}");
+    assert!(d.contains("(0): 2"), "format_version 2: {d}");
+    assert!(
+        d.contains("ATTRIBUTE \"crc32c\""),
+        "checksum attribute: {d}"
+    );
 }
 
 /// A scene that changes the physics is refused at restart (exit 2, the field named, nothing

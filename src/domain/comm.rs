@@ -256,6 +256,108 @@ impl Comm {
         self.max_f64(x as u8 as f64) > 0.0
     }
 
+    /// Turn a result that may have failed on some ranks only into one every rank agrees on
+    /// (one reduction, and one broadcast when something failed): `Ok` everywhere if no rank
+    /// failed, else [`Error::Agreed`] everywhere, with the message and exit code of the lowest
+    /// failing rank. Every rank of the communicator must call it at the same point. A single
+    /// process returns its result unchanged.
+    pub fn agree<T>(&self, local: crate::error::Result<T>) -> crate::error::Result<T> {
+        use crate::error::Error;
+        let Comm::Mpi(m) = self else {
+            return local;
+        };
+        let me = if local.is_err() {
+            self.rank() as u64
+        } else {
+            u64::MAX
+        };
+        let first = self.min_u64(me);
+        if first == u64::MAX {
+            return local;
+        }
+        let (code, mut msg) = match &local {
+            Err(e) if first == self.rank() as u64 => (e.exit_code(), e.to_string().into_bytes()),
+            _ => (0, Vec::new()),
+        };
+        let root = m.world.process_at_rank(first as i32);
+        let mut c = code as i64;
+        root.broadcast_into(&mut c);
+        let mut n = msg.len() as u64;
+        root.broadcast_into(&mut n);
+        msg.resize(n as usize, 0);
+        root.broadcast_into(&mut msg[..]);
+        Err(Error::Agreed {
+            code: c as i32,
+            msg: String::from_utf8_lossy(&msg).into_owned(),
+        })
+    }
+
+    /// Every rank's `v` (the same length on every rank), concatenated in rank order.
+    pub fn all_gather_u64s(&self, v: &[u64]) -> Vec<u64> {
+        match self {
+            Comm::Serial => v.to_vec(),
+            Comm::Mpi(m) => {
+                let mut out = vec![0u64; v.len() * m.world.size() as usize];
+                m.world.all_gather_into(v, &mut out[..]);
+                out
+            }
+        }
+    }
+
+    /// Census of global ids spread over the ranks (distributed: each gid is sent to the rank
+    /// `gid mod P`, O(owned + wanted) per rank): returns, the same on every rank, the smallest
+    /// gid owned by more than one rank (or twice by one), and the smallest gid in some rank's
+    /// `wanted` list that no rank owns. Used to validate a checkpoint on restart.
+    pub fn gid_census(&self, owned: &[u64], wanted: &[u64]) -> (Option<u64>, Option<u64>) {
+        let p = self.size();
+        // records: (gid bits, 0 = owned / 1 = wanted), counting-sorted by destination rank
+        let mut counts = vec![0usize; p];
+        for &g in owned.iter().chain(wanted) {
+            counts[(g % p as u64) as usize] += 2;
+        }
+        let mut at: Vec<usize> = counts
+            .iter()
+            .scan(0, |acc, &c| {
+                let d = *acc;
+                *acc += c;
+                Some(d)
+            })
+            .collect();
+        let mut send = vec![0.0; 2 * (owned.len() + wanted.len())];
+        for (kind, list) in [(0.0, owned), (1.0, wanted)] {
+            for &g in list {
+                let d = (g % p as u64) as usize;
+                send[at[d]] = f64::from_bits(g);
+                send[at[d] + 1] = kind;
+                at[d] += 2;
+            }
+        }
+        let mut recv = Vec::new();
+        self.all_to_all_f64s(&send, &counts, &mut recv);
+        let mut mine: Vec<u64> = Vec::new();
+        let mut asked: Vec<u64> = Vec::new();
+        for r in recv.chunks_exact(2) {
+            if r[1] == 0.0 {
+                mine.push(r[0].to_bits());
+            } else {
+                asked.push(r[0].to_bits());
+            }
+        }
+        mine.sort_unstable();
+        let dup = mine.windows(2).find(|w| w[0] == w[1]).map(|w| w[0]);
+        let missing = asked
+            .iter()
+            .filter(|g| mine.binary_search(g).is_err())
+            .min()
+            .copied();
+        let some = |x: Option<u64>| self.min_u64(x.unwrap_or(u64::MAX));
+        let (dup, missing) = (some(dup), some(missing));
+        (
+            (dup != u64::MAX).then_some(dup),
+            (missing != u64::MAX).then_some(missing),
+        )
+    }
+
     /// Gather variable-length slices on rank 0, concatenated in rank order (None elsewhere).
     pub fn gather_f64s(&self, v: &[f64]) -> Option<Vec<f64>> {
         match self {

@@ -6,8 +6,10 @@
 //! small text file holding the file name) moves only after the rename, so a crash at any
 //! moment leaves the previous checkpoint and pointer intact.
 
-use super::h5par::{read_rows, write_rows};
+use super::checksum::{self, Piece};
+use super::h5par::{read_rows, write_rows, ParFile};
 use crate::contact::store::ContactState;
+use crate::domain::comm::Comm;
 use crate::error::{Error, Result};
 use crate::particles::Particles;
 use crate::sim::{Restored, Simulation};
@@ -19,7 +21,7 @@ use std::path::{Path, PathBuf};
 /// Value of the root attribute `format`.
 pub const FORMAT: &str = "demhpc-checkpoint";
 /// Layout version; a reader accepts files of this version only (bumped when the layout changes).
-pub const FORMAT_VERSION: u64 = 1;
+pub const FORMAT_VERSION: u64 = 2;
 /// Rows read per block on restart (bounds the memory of a rank scanning the file).
 const READ_BLOCK: usize = 1 << 18;
 
@@ -47,10 +49,6 @@ pub struct CheckpointInfo {
     pub scene_file: String,
     /// Engine and controller state (RON; empty when the scene has none).
     pub engines: String,
-}
-
-fn h5e(path: &Path) -> impl Fn(hdf5::Error) -> Error + '_ {
-    move |e| Error::io(path, e)
 }
 
 // ---------------------------------------------------------------------------------- writing
@@ -136,8 +134,8 @@ fn attr_str(f: &File, name: &str, v: &str) -> hdf5::Result<()> {
     f.new_attr::<VarLenUnicode>().create(name)?.write_scalar(&s)
 }
 
-fn attr<T: H5Type>(f: &File, name: &str, v: T) -> hdf5::Result<()> {
-    f.new_attr::<T>().create(name)?.write_scalar(&v)
+fn attr<T: H5Type>(loc: &hdf5::Location, name: &str, v: T) -> hdf5::Result<()> {
+    loc.new_attr::<T>().create(name)?.write_scalar(&v)
 }
 
 fn attr_vec<T: H5Type>(f: &File, name: &str, v: &[T]) -> hdf5::Result<()> {
@@ -147,28 +145,160 @@ fn attr_vec<T: H5Type>(f: &File, name: &str, v: &[T]) -> hdf5::Result<()> {
         .write_raw(v)
 }
 
-/// Create `name` with `total` rows of `cols` (1 = a 1-D dataset) and write this rank's block
-/// at `offset` (collective over the file's ranks).
+/// Element type of a dataset.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    U8,
+    U16,
+    U64,
+    I32,
+    F64,
+}
+
+/// Every dataset of the file: (path, element type, columns). Its group's row count is
+/// [`CheckpointInfo::rows`]. The writer, the checksum verifier and `docs/checkpoint-format.md`
+/// follow this order.
+const LAYOUT: &[(&str, Kind, usize)] = &[
+    ("particles/gid", Kind::U64, 1),
+    ("particles/pos", Kind::F64, 3),
+    ("particles/vel", Kind::F64, 3),
+    ("particles/angvel", Kind::F64, 3),
+    ("particles/ref_pos", Kind::F64, 3),
+    ("particles/ori", Kind::F64, 4),
+    ("particles/radius", Kind::F64, 1),
+    ("particles/mass", Kind::F64, 1),
+    ("particles/inertia", Kind::F64, 1),
+    ("particles/material", Kind::U16, 1),
+    ("particles/blocked", Kind::U8, 1),
+    ("particles/wrap", Kind::I32, 3),
+    ("contacts/gid1", Kind::U64, 1),
+    ("contacts/gid2", Kind::U64, 1),
+    ("contacts/image", Kind::I32, 3),
+    ("contacts/state", Kind::F64, ContactState::N_F64),
+    ("wall_contacts/gid", Kind::U64, 1),
+    ("wall_contacts/wall", Kind::U64, 1),
+    ("wall_contacts/state", Kind::F64, ContactState::N_F64),
+    ("leading/gid1", Kind::U64, 1),
+    ("leading/gid2", Kind::U64, 1),
+    ("walls/point", Kind::F64, 3),
+    ("walls/normal", Kind::F64, 3),
+    ("walls/vel", Kind::F64, 3),
+    ("walls/ref_point", Kind::F64, 3),
+];
+
+/// This rank's rows of one dataset.
+enum Rows<'a> {
+    U8(&'a [u8]),
+    U16(&'a [u16]),
+    U64(&'a [u64]),
+    I32(&'a [i32]),
+    F64(&'a [f64]),
+}
+
+impl Rows<'_> {
+    fn piece(&self) -> Piece {
+        match self {
+            Rows::U8(v) => Piece::of(v),
+            Rows::U16(v) => Piece::of(v),
+            Rows::U64(v) => Piece::of(v),
+            Rows::I32(v) => Piece::of(v),
+            Rows::F64(v) => Piece::of(v),
+        }
+    }
+}
+
+/// The rows of every dataset this rank writes, in [`LAYOUT`] order (walls: rank 0's only).
+fn rows_of<'a>(l: &'a Local, walls: &'a [Vec<f64>; 4], root: bool) -> Vec<Rows<'a>> {
+    let w = |k: usize| Rows::F64(if root { &walls[k] } else { &[] });
+    vec![
+        Rows::U64(&l.gid),
+        Rows::F64(&l.pos),
+        Rows::F64(&l.vel),
+        Rows::F64(&l.angvel),
+        Rows::F64(&l.ref_pos),
+        Rows::F64(&l.ori),
+        Rows::F64(&l.radius),
+        Rows::F64(&l.mass),
+        Rows::F64(&l.inertia),
+        Rows::U16(&l.material),
+        Rows::U8(&l.blocked),
+        Rows::I32(&l.wrap),
+        Rows::U64(&l.c_gid1),
+        Rows::U64(&l.c_gid2),
+        Rows::I32(&l.c_image),
+        Rows::F64(&l.c_state),
+        Rows::U64(&l.w_gid),
+        Rows::U64(&l.w_wall),
+        Rows::F64(&l.w_state),
+        Rows::U64(&l.lead_gid1),
+        Rows::U64(&l.lead_gid2),
+        w(0),
+        w(1),
+        w(2),
+        w(3),
+    ]
+}
+
+/// Create dataset `name` with `total` rows of `cols` (1 = a 1-D dataset), its `crc32c`
+/// attribute, and write this rank's block at `offset` (collective over the file's ranks).
 fn dataset<T: H5Type>(
-    g: &hdf5::Group,
+    f: &File,
     name: &str,
-    total: u64,
-    offset: u64,
-    cols: usize,
+    (total, offset, cols): (u64, u64, usize),
     data: &[T],
+    crc: u32,
     collective: bool,
 ) -> hdf5::Result<()> {
-    let b = g.new_dataset::<T>();
+    let b = f.new_dataset::<T>();
     let ds = if cols == 1 {
         b.shape([total as usize]).create(name)?
     } else {
         b.shape([total as usize, cols]).create(name)?
     };
+    attr(&ds, CRC_ATTR, crc)?;
     write_rows(&ds, offset as usize, cols, data, collective)
 }
 
+/// Name of the checksum attribute of every dataset (format version 2).
+const CRC_ATTR: &str = "crc32c";
+/// Name of the root attribute holding the checksum of the other root attributes.
+const ATTRS_CRC_ATTR: &str = "attrs_crc32c";
+
+/// The root attributes describing the current state (every rank computes the same).
+fn info_of_sim(
+    sim: &Simulation,
+    scene_text: &str,
+    scene_file: &str,
+    tots: [u64; 3],
+) -> CheckpointInfo {
+    CheckpointInfo {
+        format_version: FORMAT_VERSION,
+        demhpc_version: env!("CARGO_PKG_VERSION").to_string(),
+        step: sim.step,
+        time: sim.time,
+        dt: sim.dt,
+        reproducible: sim.reproducible,
+        n_particles: tots[0],
+        n_contacts: tots[1],
+        n_wall_contacts: tots[2],
+        ranks: sim.comm.size() as u64,
+        grid: sim.dec.dims.map(|d| d as u64),
+        bbox_lo: sim.decomp_bbox.0,
+        bbox_hi: sim.decomp_bbox.1,
+        need_rebuild: sim.need_rebuild(),
+        n_rebuilds: sim.n_rebuilds,
+        scene_text: scene_text.to_string(),
+        scene_file: scene_file.to_string(),
+        engines: sim.engine_state(),
+    }
+}
+
 /// Write the checkpoint of the current state to `path` (collective: every rank calls it).
-/// `engines` is the engine/controller state as text.
+///
+/// The file is written as `NAME.h5.tmp` in agreed steps ([`ParFile`]): an I/O error on any
+/// rank (a full disk, a quota) stops every rank at the same dataset, the partial file is
+/// closed by all and removed, and the error — the path and the OS error of the lowest failing
+/// rank — is returned on every rank; `latest` still names the last good checkpoint.
 pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) -> Result<()> {
     let comm = &sim.comm;
     let l = collect(sim);
@@ -177,105 +307,72 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
     let tots = counts.map(|c| comm.sum_u64(c));
     let n_lead = l.lead_gid1.len() as u64;
     let lead = (comm.sum_u64(n_lead), comm.exscan_u64(n_lead));
-    let tmp = path.with_extension("h5.tmp");
-    let e = h5e(&tmp);
-    let collective = comm.raw_world().is_some();
-    let result = (|| -> hdf5::Result<()> {
-        let f = match comm.raw_world() {
-            Some(raw) => File::with_options()
-                .with_fapl(|p| p.mpio(raw, None))
-                .create(&tmp)?,
-            None => File::create(&tmp)?,
+    let info = info_of_sim(sim, scene_text, scene_file, tots);
+    let walls = wall_rows(sim);
+    let rows = rows_of(&l, &walls, comm.is_root());
+    let crcs = checksum::join(comm, &rows.iter().map(Rows::piece).collect::<Vec<_>>());
+    let n_walls = sim.walls.len() as u64;
+    let extent = |k: usize| -> (u64, u64, usize) {
+        let (name, _, cols) = LAYOUT[k];
+        let (total, offset) = match name.split('/').next() {
+            Some("particles") => (tots[0], offs[0]),
+            Some("contacts") => (tots[1], offs[1]),
+            Some("wall_contacts") => (tots[2], offs[2]),
+            Some("leading") => lead,
+            _ => (n_walls, 0),
         };
-        write_contents(&f, sim, scene_text, scene_file, &l, tots, offs, collective)?;
-        let g = f.create_group("leading")?;
-        dataset(&g, "gid1", lead.0, lead.1, 1, &l.lead_gid1, collective)?;
-        dataset(&g, "gid2", lead.0, lead.1, 1, &l.lead_gid2, collective)?;
-        drop(g);
-        // Closed explicitly once every group and dataset handle is gone: with MPI-IO HDF5
-        // refuses to close a file with open objects, and a failed implicit close (on drop)
-        // would leave the metadata unwritten while the file is published.
-        f.close()
-    })()
-    .map_err(&e);
-    // Every rank must know whether the file is complete before it is published.
-    let failed = comm.any(result.is_err());
-    if failed {
-        return Err(result
-            .err()
-            .unwrap_or_else(|| Error::io(&tmp, "writing the checkpoint failed on another rank")));
+        (total, offset, cols)
+    };
+    let tmp = path.with_extension("h5.tmp");
+    let w = ParFile::create(
+        comm,
+        &tmp,
+        2 * (scene_text.len() + info.engines.len()) as u64,
+    )?;
+    let collective = w.collective();
+    let written = (|| -> Result<()> {
+        w.step(|f| {
+            write_root_attrs(f, &info)?;
+            for g in ["particles", "contacts", "wall_contacts", "leading", "walls"] {
+                f.create_group(g)?;
+            }
+            Ok(())
+        })?;
+        for (k, r) in rows.iter().enumerate() {
+            if k == 12 {
+                fault_kill(sim.step);
+            }
+            let (name, e, crc) = (LAYOUT[k].0, extent(k), crcs[k]);
+            w.step(|f| match r {
+                Rows::U8(v) => dataset(f, name, e, v, crc, collective),
+                Rows::U16(v) => dataset(f, name, e, v, crc, collective),
+                Rows::U64(v) => dataset(f, name, e, v, crc, collective),
+                Rows::I32(v) => dataset(f, name, e, v, crc, collective),
+                Rows::F64(v) => dataset(f, name, e, v, crc, collective),
+            })?;
+        }
+        Ok(())
+    })();
+    match written {
+        Ok(()) => w.close()?,
+        Err(e) => {
+            w.abandon();
+            return Err(e);
+        }
     }
     let published = if comm.is_root() {
         publish(&tmp, path)
     } else {
         Ok(())
     };
-    if comm.any(published.is_err()) {
-        return Err(published
-            .err()
-            .unwrap_or_else(|| Error::io(path, "publishing the checkpoint failed on rank 0")));
-    }
-    Ok(())
-}
-
-/// Everything inside the checkpoint file (collective): root attributes, then this rank's rows
-/// of every dataset at its offsets.
-#[allow(clippy::too_many_arguments)]
-fn write_contents(
-    f: &File,
-    sim: &Simulation,
-    scene_text: &str,
-    scene_file: &str,
-    l: &Local,
-    tots: [u64; 3],
-    offs: [u64; 3],
-    collective: bool,
-) -> hdf5::Result<()> {
-    write_root_attrs(f, sim, scene_text, scene_file, tots)?;
-    let s = ContactState::N_F64;
-    let (np, op) = (tots[0], offs[0]);
-    let g = f.create_group("particles")?;
-    dataset(&g, "gid", np, op, 1, &l.gid, collective)?;
-    for (name, v) in [
-        ("pos", &l.pos),
-        ("vel", &l.vel),
-        ("angvel", &l.angvel),
-        ("ref_pos", &l.ref_pos),
-    ] {
-        dataset(&g, name, np, op, 3, v, collective)?;
-    }
-    dataset(&g, "ori", np, op, 4, &l.ori, collective)?;
-    for (name, v) in [
-        ("radius", &l.radius),
-        ("mass", &l.mass),
-        ("inertia", &l.inertia),
-    ] {
-        dataset(&g, name, np, op, 1, v, collective)?;
-    }
-    dataset(&g, "material", np, op, 1, &l.material, collective)?;
-    dataset(&g, "blocked", np, op, 1, &l.blocked, collective)?;
-    dataset(&g, "wrap", np, op, 3, &l.wrap, collective)?;
-    fault_injection(sim.step);
-    let (nc, oc) = (tots[1], offs[1]);
-    let g = f.create_group("contacts")?;
-    dataset(&g, "gid1", nc, oc, 1, &l.c_gid1, collective)?;
-    dataset(&g, "gid2", nc, oc, 1, &l.c_gid2, collective)?;
-    dataset(&g, "image", nc, oc, 3, &l.c_image, collective)?;
-    dataset(&g, "state", nc, oc, s, &l.c_state, collective)?;
-    let (nw, ow) = (tots[2], offs[2]);
-    let g = f.create_group("wall_contacts")?;
-    dataset(&g, "gid", nw, ow, 1, &l.w_gid, collective)?;
-    dataset(&g, "wall", nw, ow, 1, &l.w_wall, collective)?;
-    dataset(&g, "state", nw, ow, s, &l.w_state, collective)?;
-    write_walls(f, sim, collective)?;
-    Ok(())
+    comm.agree(published)
 }
 
 /// Test hook: `DEMHPC_FAULT_KILL_IN_CHECKPOINT=STEP` makes the process SIGKILL itself half-way
 /// through writing the checkpoint of that step (particles written, contacts not), as the OOM
 /// killer or `scancel --signal=KILL` would. tests/checkpoint.rs uses it to show that a crash
 /// mid-write leaves the previous checkpoint and `latest` intact.
-fn fault_injection(step: u64) {
+fn fault_kill(step: u64) {
     let hit = std::env::var("DEMHPC_FAULT_KILL_IN_CHECKPOINT")
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
@@ -288,93 +385,48 @@ fn fault_injection(step: u64) {
     }
 }
 
-fn write_root_attrs(
-    f: &File,
-    sim: &Simulation,
-    scene_text: &str,
-    scene_file: &str,
-    tots: [u64; 3],
-) -> hdf5::Result<()> {
+fn write_root_attrs(f: &File, i: &CheckpointInfo) -> hdf5::Result<()> {
     attr_str(f, "format", FORMAT)?;
-    attr(f, "format_version", FORMAT_VERSION)?;
-    attr_str(f, "demhpc_version", env!("CARGO_PKG_VERSION"))?;
-    attr(f, "step", sim.step)?;
-    attr(f, "time", sim.time)?;
-    attr(f, "dt", sim.dt)?;
-    attr(f, "reproducible", sim.reproducible as u8)?;
-    attr(f, "n_particles", tots[0])?;
-    attr(f, "n_contacts", tots[1])?;
-    attr(f, "n_wall_contacts", tots[2])?;
+    attr(f, "format_version", i.format_version)?;
+    attr_str(f, "demhpc_version", &i.demhpc_version)?;
+    attr(f, "step", i.step)?;
+    attr(f, "time", i.time)?;
+    attr(f, "dt", i.dt)?;
+    attr(f, "reproducible", i.reproducible as u8)?;
+    attr(f, "n_particles", i.n_particles)?;
+    attr(f, "n_contacts", i.n_contacts)?;
+    attr(f, "n_wall_contacts", i.n_wall_contacts)?;
     attr(f, "contact_state_len", ContactState::N_F64 as u64)?;
-    attr(f, "ranks", sim.comm.size() as u64)?;
-    attr_vec(f, "grid", &sim.dec.dims.map(|d| d as u64))?;
-    attr_vec(f, "decomp_bbox_lo", sim.decomp_bbox.0.as_slice())?;
-    attr_vec(f, "decomp_bbox_hi", sim.decomp_bbox.1.as_slice())?;
-    attr(f, "need_rebuild", sim.need_rebuild() as u8)?;
-    attr(f, "n_rebuilds", sim.n_rebuilds)?;
-    attr_str(f, "scene_text", scene_text)?;
-    attr_str(f, "scene_file", scene_file)?;
-    attr_str(f, "engines", &sim.engine_state())?;
+    attr(f, "ranks", i.ranks)?;
+    attr_vec(f, "grid", &i.grid)?;
+    attr_vec(f, "decomp_bbox_lo", i.bbox_lo.as_slice())?;
+    attr_vec(f, "decomp_bbox_hi", i.bbox_hi.as_slice())?;
+    attr(f, "need_rebuild", i.need_rebuild as u8)?;
+    attr(f, "n_rebuilds", i.n_rebuilds)?;
+    attr_str(f, "scene_text", &i.scene_text)?;
+    attr_str(f, "scene_file", &i.scene_file)?;
+    attr_str(f, "engines", &i.engines)?;
+    attr(f, ATTRS_CRC_ATTR, i.digest())?;
     Ok(())
 }
 
-/// Walls (replicated on every rank: written by rank 0's block only).
-fn write_walls(f: &File, sim: &Simulation, collective: bool) -> hdf5::Result<()> {
-    let g = f.create_group("walls")?;
-    let nw = sim.walls.len() as u64;
-    let mine = sim.comm.is_root();
-    let rows = |v: Vec<V3>| -> Vec<f64> {
-        if mine {
-            v.iter().flat_map(|x| [x.x, x.y, x.z]).collect()
-        } else {
-            Vec::new()
-        }
-    };
+/// Walls (replicated on every rank: written by rank 0's block only): point, normal, vel,
+/// ref_point as flat rows.
+fn wall_rows(sim: &Simulation) -> [Vec<f64>; 4] {
+    let flat =
+        |v: &mut dyn Iterator<Item = V3>| -> Vec<f64> { v.flat_map(|x| [x.x, x.y, x.z]).collect() };
     let w = &sim.walls;
-    dataset(
-        &g,
-        "point",
-        nw,
-        0,
-        3,
-        &rows(w.iter().map(|w| w.point).collect()),
-        collective,
-    )?;
-    dataset(
-        &g,
-        "normal",
-        nw,
-        0,
-        3,
-        &rows(w.iter().map(|w| w.normal).collect()),
-        collective,
-    )?;
-    dataset(
-        &g,
-        "vel",
-        nw,
-        0,
-        3,
-        &rows(w.iter().map(|w| w.vel).collect()),
-        collective,
-    )?;
-    dataset(
-        &g,
-        "ref_point",
-        nw,
-        0,
-        3,
-        &rows(sim.wall_reference().to_vec()),
-        collective,
-    )?;
-    Ok(())
+    [
+        flat(&mut w.iter().map(|w| w.point)),
+        flat(&mut w.iter().map(|w| w.normal)),
+        flat(&mut w.iter().map(|w| w.vel)),
+        flat(&mut sim.wall_reference().iter().copied()),
+    ]
 }
 
 /// fsync the temporary file, rename it, fsync the directory (rank 0).
 fn publish(tmp: &Path, path: &Path) -> Result<()> {
-    std::fs::File::open(tmp)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::io(tmp, e))?;
+    super::h5par::trim_and_sync(tmp)?;
     std::fs::rename(tmp, path).map_err(|e| Error::io(path, e))?;
     if let Some(dir) = path.parent() {
         if let Ok(d) = std::fs::File::open(dir) {
@@ -447,6 +499,39 @@ fn bad(path: &Path) -> impl Fn(hdf5::Error) -> Error + '_ {
     }
 }
 
+/// What is wrong with a file being read: HDF5 could not read it, or it reads but holds
+/// impossible values (damage, or a file that is not what it claims).
+enum Fault {
+    H5(hdf5::Error),
+    Damaged(String),
+    /// Not the file's fault (a stop signal while reading it).
+    Other(Error),
+}
+
+impl From<hdf5::Error> for Fault {
+    fn from(e: hdf5::Error) -> Self {
+        Fault::H5(e)
+    }
+}
+
+impl Fault {
+    fn into_error(self, path: &Path) -> Error {
+        match self {
+            Fault::H5(e) => bad(path)(e),
+            Fault::Damaged(m) => damaged(path, m),
+            Fault::Other(e) => e,
+        }
+    }
+}
+
+/// The error for a checkpoint whose contents are wrong (exit 2).
+fn damaged(path: &Path, what: impl std::fmt::Display) -> Error {
+    Error::Input(format!(
+        "{}: damaged checkpoint: {what}; restart from an earlier checkpoint",
+        path.display()
+    ))
+}
+
 fn get_str(f: &File, name: &str) -> hdf5::Result<String> {
     Ok(f.attr(name)?.read_scalar::<VarLenUnicode>()?.to_string())
 }
@@ -472,34 +557,110 @@ fn open(path: &Path) -> Result<File> {
     File::open(path).map_err(bad(path))
 }
 
-/// Read the root attributes (cheap: no datasets).
-pub fn read_info(path: &Path) -> Result<CheckpointInfo> {
-    let f = open(path)?;
-    info_of(&f).map_err(bad(path))
+impl CheckpointInfo {
+    /// CRC-32C of the root attributes, the value of `attrs_crc32c` (format version 2): every
+    /// attribute but `format` and the checksum itself, in the order of
+    /// `docs/checkpoint-format.md`, each as its name, a NUL byte, its length in bytes (u64)
+    /// and its value (numbers little-endian, strings UTF-8).
+    pub fn digest(&self) -> u32 {
+        let mut b: Vec<u8> = Vec::new();
+        let mut put = |name: &str, v: &[u8]| {
+            b.extend_from_slice(name.as_bytes());
+            b.push(0);
+            b.extend_from_slice(&(v.len() as u64).to_le_bytes());
+            b.extend_from_slice(v);
+        };
+        let f3 = |v: &V3| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        put("format_version", &self.format_version.to_le_bytes());
+        put("demhpc_version", self.demhpc_version.as_bytes());
+        put("step", &self.step.to_le_bytes());
+        put("time", &self.time.to_le_bytes());
+        put("dt", &self.dt.to_le_bytes());
+        put("reproducible", &[self.reproducible as u8]);
+        put("n_particles", &self.n_particles.to_le_bytes());
+        put("n_contacts", &self.n_contacts.to_le_bytes());
+        put("n_wall_contacts", &self.n_wall_contacts.to_le_bytes());
+        put(
+            "contact_state_len",
+            &(ContactState::N_F64 as u64).to_le_bytes(),
+        );
+        put("ranks", &self.ranks.to_le_bytes());
+        let grid: Vec<u8> = self.grid.iter().flat_map(|g| g.to_le_bytes()).collect();
+        put("grid", &grid);
+        put("decomp_bbox_lo", &f3(&self.bbox_lo));
+        put("decomp_bbox_hi", &f3(&self.bbox_hi));
+        put("need_rebuild", &[self.need_rebuild as u8]);
+        put("n_rebuilds", &self.n_rebuilds.to_le_bytes());
+        put("scene_text", self.scene_text.as_bytes());
+        put("scene_file", self.scene_file.as_bytes());
+        put("engines", self.engines.as_bytes());
+        crc32c::crc32c(&b)
+    }
+
+    /// Rows of a dataset's group (the walls and `leading` are sized by the file).
+    fn rows(&self, f: &File, name: &str) -> hdf5::Result<u64> {
+        Ok(match name.split('/').next() {
+            Some("particles") => self.n_particles,
+            Some("contacts") => self.n_contacts,
+            Some("wall_contacts") => self.n_wall_contacts,
+            _ => f.dataset(name)?.shape().first().copied().unwrap_or(0) as u64,
+        })
+    }
+
+    /// The values no writer produces (checked before any of them sizes or drives anything).
+    fn implausible(&self) -> Option<String> {
+        let finite3 = |v: &V3| v.iter().all(|x| x.is_finite());
+        if !(self.time.is_finite() && self.time >= 0.0) {
+            return Some(format!("attribute time = {}", self.time));
+        }
+        if !(self.dt.is_finite() && self.dt > 0.0) {
+            return Some(format!("attribute dt = {}", self.dt));
+        }
+        if self.grid.iter().product::<u64>() != self.ranks || self.ranks == 0 {
+            return Some(format!(
+                "attribute grid {:?} does not match ranks = {}",
+                self.grid, self.ranks
+            ));
+        }
+        if !finite3(&self.bbox_lo) || !finite3(&self.bbox_hi) {
+            return Some("attributes decomp_bbox_lo/hi are not finite".into());
+        }
+        if self.n_particles == 0 {
+            return Some("attribute n_particles = 0".into());
+        }
+        None
+    }
 }
 
-fn info_of(f: &File) -> hdf5::Result<CheckpointInfo> {
-    let format = get_str(f, "format").map_err(|_| "no `format` attribute")?;
+/// Read the root attributes (cheap: no datasets) and check their checksum (format version 2)
+/// and plausibility.
+pub fn read_info(path: &Path) -> Result<CheckpointInfo> {
+    let f = open(path)?;
+    info_of(&f).map_err(|e| e.into_error(path))
+}
+
+fn info_of(f: &File) -> std::result::Result<CheckpointInfo, Fault> {
+    let format = get_str(f, "format").map_err(|_| hdf5::Error::from("no `format` attribute"))?;
     if format != FORMAT {
-        return Err(format!("format is `{format}`, expected `{FORMAT}`").into());
+        return Err(hdf5::Error::from(format!("format is `{format}`, expected `{FORMAT}`")).into());
     }
     let version: u64 = get(f, "format_version")?;
-    if version != FORMAT_VERSION {
-        return Err(format!(
-            "format version {version}; this demhpc reads version {FORMAT_VERSION}"
-        )
+    if !(1..=FORMAT_VERSION).contains(&version) {
+        return Err(hdf5::Error::from(format!(
+            "format version {version}; this demhpc reads versions 1 to {FORMAT_VERSION}"
+        ))
         .into());
     }
     let s: u64 = get(f, "contact_state_len")?;
     if s != ContactState::N_F64 as u64 {
-        return Err(format!(
+        return Err(hdf5::Error::from(format!(
             "contact state has {s} values per contact; this demhpc stores {}",
             ContactState::N_F64
-        )
+        ))
         .into());
     }
     let grid = f.attr("grid")?.read_raw::<u64>()?;
-    Ok(CheckpointInfo {
+    let i = CheckpointInfo {
         format_version: version,
         demhpc_version: get_str(f, "demhpc_version")?,
         step: get(f, "step")?,
@@ -522,7 +683,79 @@ fn info_of(f: &File) -> hdf5::Result<CheckpointInfo> {
         scene_text: get_str(f, "scene_text")?,
         scene_file: get_str(f, "scene_file")?,
         engines: get_str(f, "engines")?,
-    })
+    };
+    if version >= 2 {
+        let stored: u32 = get(f, ATTRS_CRC_ATTR)?;
+        let computed = i.digest();
+        if stored != computed {
+            return Err(Fault::Damaged(format!(
+                "the root attributes fail their checksum (stored {stored:#010x}, computed \
+                 {computed:#010x})"
+            )));
+        }
+    }
+    if let Some(m) = i.implausible() {
+        return Err(Fault::Damaged(m));
+    }
+    Ok(i)
+}
+
+/// CRC piece of rows `a..b` of a dataset, read in blocks.
+fn piece_of(f: &File, name: &str, kind: Kind, cols: usize, a: u64, b: u64) -> hdf5::Result<Piece> {
+    let d = f.dataset(name)?;
+    let mut p = Piece::default();
+    let mut off = a as usize;
+    while off < b as usize {
+        let rows = READ_BLOCK.min(b as usize - off);
+        match kind {
+            Kind::U8 => p.append(&read_rows::<u8>(&d, off, rows, cols)?),
+            Kind::U16 => p.append(&read_rows::<u16>(&d, off, rows, cols)?),
+            Kind::U64 => p.append(&read_rows::<u64>(&d, off, rows, cols)?),
+            Kind::I32 => p.append(&read_rows::<i32>(&d, off, rows, cols)?),
+            Kind::F64 => p.append(&read_rows::<f64>(&d, off, rows, cols)?),
+        }
+        off += rows;
+    }
+    Ok(p)
+}
+
+/// Verify the checksum of every dataset (collective over `comm`: each rank reads an equal
+/// share of every dataset's rows, O(file / ranks) per rank, and the pieces are joined in rank
+/// order). A file of format version 1 has no checksums: returns `Ok(false)`, nothing verified.
+/// A mismatch is a [`damaged`] error naming the dataset, on every rank.
+pub fn verify(path: &Path, info: &CheckpointInfo, comm: &Comm) -> Result<bool> {
+    if info.format_version < 2 {
+        return Ok(false);
+    }
+    let (r, p) = (comm.rank() as u128, comm.size() as u128);
+    let local = (|| -> std::result::Result<(Vec<Piece>, Vec<u32>), Fault> {
+        let f = open(path).map_err(Fault::Other)?;
+        let mut pieces = Vec::with_capacity(LAYOUT.len());
+        let mut stored = Vec::with_capacity(LAYOUT.len());
+        for &(name, kind, cols) in LAYOUT {
+            let n = info.rows(&f, name)? as u128;
+            ds(&f, name, n as u64, cols)?;
+            let (a, b) = ((r * n / p) as u64, ((r + 1) * n / p) as u64);
+            pieces.push(piece_of(&f, name, kind, cols, a, b)?);
+            stored.push(f.dataset(name)?.attr(CRC_ATTR)?.read_scalar::<u32>()?);
+        }
+        Ok((pieces, stored))
+    })()
+    .map_err(|e| e.into_error(path));
+    let (pieces, stored) = comm.agree(local)?;
+    let computed = checksum::join(comm, &pieces);
+    for (k, &(name, _, _)) in LAYOUT.iter().enumerate() {
+        if computed[k] != stored[k] {
+            return Err(damaged(
+                path,
+                format!(
+                    "dataset {name} fails its checksum (stored {:#010x}, computed {:#010x})",
+                    stored[k], computed[k]
+                ),
+            ));
+        }
+    }
+    Ok(true)
 }
 
 fn ds(f: &File, name: &str, rows: u64, cols: usize) -> hdf5::Result<hdf5::Dataset> {
@@ -543,23 +776,119 @@ fn v3(v: &[f64], k: usize) -> V3 {
     V3::new(v[3 * k], v[3 * k + 1], v[3 * k + 2])
 }
 
+/// What the scene allows in a checkpoint of it: gids below `max_gid`, material indices below
+/// `n_materials`, wall indices below `n_walls`.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_gid: u64,
+    pub n_materials: usize,
+    pub n_walls: usize,
+}
+
+/// One particle row as read, checked against the limits: `Err` says what is impossible.
+fn check_particle(
+    p: &crate::particles::Particle,
+    rf: &V3,
+    lim: &Limits,
+) -> std::result::Result<(), String> {
+    let finite = |v: &V3| v.iter().all(|x| x.is_finite());
+    let q = p.ori.quaternion();
+    let checks: [(bool, &str, String); 10] = [
+        (
+            p.gid < lim.max_gid,
+            "gid",
+            format!("gid {} ≥ {} (the scene's particles)", p.gid, lim.max_gid),
+        ),
+        (
+            finite(&p.pos),
+            "pos",
+            format!("position {:?}", p.pos.as_slice()),
+        ),
+        (
+            finite(rf),
+            "ref_pos",
+            format!("reference position {:?}", rf.as_slice()),
+        ),
+        (
+            finite(&p.vel),
+            "vel",
+            format!("velocity {:?}", p.vel.as_slice()),
+        ),
+        (
+            finite(&p.angvel),
+            "angvel",
+            format!("angular velocity {:?}", p.angvel.as_slice()),
+        ),
+        (
+            (q.norm() - 1.0).abs() < 1e-6,
+            "ori",
+            format!(
+                "orientation {:?} is not a unit quaternion",
+                q.coords.as_slice()
+            ),
+        ),
+        (
+            p.radius > 0.0 && p.radius.is_finite(),
+            "radius",
+            format!("radius {}", p.radius),
+        ),
+        (
+            p.mass > 0.0 && p.mass.is_finite(),
+            "mass",
+            format!("mass {}", p.mass),
+        ),
+        (
+            p.inertia > 0.0 && p.inertia.is_finite(),
+            "inertia",
+            format!("inertia {}", p.inertia),
+        ),
+        (
+            (p.material as usize) < lim.n_materials && p.blocked < 64,
+            "material",
+            format!(
+                "material {} (of {}), blocked {}",
+                p.material, lim.n_materials, p.blocked
+            ),
+        ),
+    ];
+    match checks.iter().find(|c| !c.0) {
+        Some((_, field, what)) => Err(format!("particles/{field}: gid {}: {what}", p.gid)),
+        None => Ok(()),
+    }
+}
+
+/// A contact history row: every value finite.
+fn check_state(group: &str, key: (u64, u64), st: &[f64]) -> std::result::Result<(), String> {
+    match st.iter().position(|x| !x.is_finite()) {
+        Some(c) => Err(format!(
+            "{group}/state: contact {key:?}: column {c} is {}",
+            st[c]
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Read this rank's part of a checkpoint: the particles whose position at the last neighbour
 /// rebuild (`ref_pos`, inside the cell) `owns` accepts, and every contact touching one of them.
-/// Each rank scans the file in blocks of `READ_BLOCK` rows.
+/// Each rank scans the file in blocks of `READ_BLOCK` rows. Every row kept is checked against
+/// `limits` and for finite values; the checks that need every rank (counts, unique gids,
+/// contact partners) are [`check_global`]'s.
 pub fn read_local(
     path: &Path,
     info: &CheckpointInfo,
+    limits: &Limits,
     owns: impl Fn(&V3) -> bool,
 ) -> Result<Restored> {
     let f = open(path)?;
-    read_local_h5(&f, info, owns).map_err(bad(path))
+    read_local_h5(&f, info, limits, owns).map_err(|e| e.into_error(path))
 }
 
 fn read_local_h5(
     f: &File,
     info: &CheckpointInfo,
+    lim: &Limits,
     owns: impl Fn(&V3) -> bool,
-) -> hdf5::Result<Restored> {
+) -> std::result::Result<Restored, Fault> {
     let n = info.n_particles;
     let p = |name: &str, cols| ds(f, &format!("particles/{name}"), n, cols);
     let (d_gid, d_pos, d_vel, d_w, d_ref) = (
@@ -579,7 +908,9 @@ fn read_local_h5(
     let mut ps = Particles::default();
     let mut reference = Vec::new();
     let mut off = 0usize;
+    let mut watch = crate::signals::SetupWatch::new("reading the checkpoint", Some(n));
     while off < n as usize {
+        watch.tick(off as u64).map_err(Fault::Other)?;
         let rows = READ_BLOCK.min(n as usize - off);
         let rf = read_rows::<f64>(&d_ref, off, rows, 3)?;
         let mine: Vec<usize> = (0..rows).filter(|&k| owns(&v3(&rf, k))).collect();
@@ -597,7 +928,7 @@ fn read_local_h5(
             let wrap = read_rows::<i32>(&d_wrap, off, rows, 3)?;
             for &k in &mine {
                 let q = &ori[4 * k..4 * k + 4];
-                ps.push_owned(&crate::particles::Particle {
+                let part = crate::particles::Particle {
                     gid: gid[k],
                     pos: v3(&pos, k),
                     vel: v3(&vel, k),
@@ -610,7 +941,9 @@ fn read_local_h5(
                     blocked: blk[k],
                     image: [0; 3],
                     wrap: [wrap[3 * k], wrap[3 * k + 1], wrap[3 * k + 2]],
-                });
+                };
+                check_particle(&part, &v3(&rf, k), lim).map_err(Fault::Damaged)?;
+                ps.push_owned(&part);
                 reference.push(v3(&rf, k));
             }
         }
@@ -636,10 +969,16 @@ fn read_local_h5(
         if !mine.is_empty() {
             let st = read_rows::<f64>(&dst, off, rows, s)?;
             for &k in &mine {
-                contacts.push((
-                    (g1[k], g2[k]),
-                    ContactState::unpack(&st[s * k..s * (k + 1)]),
-                ));
+                let key = (g1[k], g2[k]);
+                if key.0 >= key.1 || key.1 >= lim.max_gid {
+                    return Err(Fault::Damaged(format!(
+                        "contacts/gid1, gid2: contact {key:?} (gids must be ordered and below {})",
+                        lim.max_gid
+                    )));
+                }
+                let row = &st[s * k..s * (k + 1)];
+                check_state("contacts", key, row).map_err(Fault::Damaged)?;
+                contacts.push((key, ContactState::unpack(row)));
             }
         }
         off += rows;
@@ -657,7 +996,16 @@ fn read_local_h5(
         if !mine.is_empty() {
             let st = read_rows::<f64>(&dst, off, rows, s)?;
             for &k in &mine {
-                wall_contacts.push(((g[k], wi[k]), ContactState::unpack(&st[s * k..s * (k + 1)])));
+                let key = (g[k], wi[k]);
+                if key.1 >= lim.n_walls as u64 {
+                    return Err(Fault::Damaged(format!(
+                        "wall_contacts/wall: contact {key:?} names wall {} of {}",
+                        key.1, lim.n_walls
+                    )));
+                }
+                let row = &st[s * k..s * (k + 1)];
+                check_state("wall_contacts", key, row).map_err(Fault::Damaged)?;
+                wall_contacts.push((key, ContactState::unpack(row)));
             }
         }
         off += rows;
@@ -669,10 +1017,22 @@ fn read_local_h5(
         .first()
         .copied()
         .unwrap_or(0);
-    let wr = |name: &str| -> hdf5::Result<Vec<V3>> {
+    if walls_n != lim.n_walls {
+        return Err(Fault::Damaged(format!(
+            "walls/point: {walls_n} walls, the scene has {}",
+            lim.n_walls
+        )));
+    }
+    let wr = |name: &str| -> std::result::Result<Vec<V3>, Fault> {
         let d = ds(f, &format!("walls/{name}"), walls_n as u64, 3)?;
         let v = read_rows::<f64>(&d, 0, walls_n, 3)?;
-        Ok((0..walls_n).map(|k| v3(&v, k)).collect())
+        let out: Vec<V3> = (0..walls_n).map(|k| v3(&v, k)).collect();
+        match out.iter().position(|x| !x.iter().all(|c| c.is_finite())) {
+            Some(k) => Err(Fault::Damaged(format!(
+                "walls/{name}: wall {k} is not finite"
+            ))),
+            None => Ok(out),
+        }
     };
     Ok(Restored {
         step: info.step,
@@ -689,6 +1049,48 @@ fn read_local_h5(
         leading,
         engines: info.engines.clone(),
     })
+}
+
+/// The checks of a restart that need every rank (collective): each particle read by exactly
+/// one rank (a damaged reference position would leave it to none), no gid twice, and every
+/// contact's partner present somewhere.
+pub fn check_global(path: &Path, info: &CheckpointInfo, r: &Restored, comm: &Comm) -> Result<()> {
+    let ps = &r.particles;
+    let owned = &ps.gid[..ps.n_owned];
+    let n = comm.sum_u64(owned.len() as u64);
+    if n != info.n_particles {
+        return Err(damaged(
+            path,
+            format!(
+                "particles/ref_pos: {n} of the {} particles lie in a subdomain (the others' \
+                 reference positions are outside the decomposed box)",
+                info.n_particles
+            ),
+        ));
+    }
+    let mut sorted = owned.to_vec();
+    sorted.sort_unstable();
+    let mine = |g: &u64| sorted.binary_search(g).is_ok();
+    let wanted: Vec<u64> = r
+        .contacts
+        .iter()
+        .flat_map(|&((a, b), _)| [a, b])
+        .filter(|g| !mine(g))
+        .collect();
+    let (dup, missing) = comm.gid_census(&sorted, &wanted);
+    if let Some(g) = dup {
+        return Err(damaged(
+            path,
+            format!("particles/gid: gid {g} appears twice"),
+        ));
+    }
+    if let Some(g) = missing {
+        return Err(damaged(
+            path,
+            format!("contacts/gid1, gid2: a contact names gid {g}, which is no particle"),
+        ));
+    }
+    Ok(())
 }
 
 /// The keys of `leading/` (pairs touching at the last rebuild) that touch a particle this rank
@@ -710,4 +1112,42 @@ fn read_leading(f: &File, is_owned: &dyn Fn(u64) -> bool) -> hdf5::Result<Vec<(u
         off += rows;
     }
     Ok(out)
+}
+
+/// `demhpc info`: verify the checksums and check every row of the whole file on this process
+/// (`limits` from the stored scene when it validates here; else the file's own wall count and
+/// no gid or material bounds). Returns what was checked, or the damage found.
+pub fn inspect(path: &Path, info: &CheckpointInfo, limits: Option<Limits>) -> Result<String> {
+    let comm = Comm::Serial;
+    let verified = verify(path, info, &comm)?;
+    let limits = match limits {
+        Some(l) => l,
+        None => {
+            let f = open(path)?;
+            let n_walls = f
+                .dataset("walls/point")
+                .map_err(bad(path))?
+                .shape()
+                .first()
+                .copied()
+                .unwrap_or(0);
+            Limits {
+                max_gid: u64::MAX,
+                n_materials: u16::MAX as usize + 1,
+                n_walls,
+            }
+        }
+    };
+    let r = read_local(path, info, &limits, |_| true)?;
+    check_global(path, info, &r, &comm)?;
+    Ok(format!(
+        "{}, {} particles and {} contacts checked",
+        if verified {
+            "checksums of every dataset verified"
+        } else {
+            "format version 1: no checksums to verify"
+        },
+        r.particles.n_owned,
+        r.contacts.len() + r.wall_contacts.len()
+    ))
 }

@@ -2,6 +2,7 @@
 //! and the run's timing report (`timing.json`). HDF5 is touched here only.
 
 pub mod checkpoint;
+pub mod checksum;
 pub mod h5par;
 pub mod series;
 pub mod snapshot;

@@ -21,7 +21,7 @@
 //! reports its part written, so a crash never leaves a partial snapshot under the real name.
 //! Without MPI (a plain single process) the same file is written through HDF5's default driver.
 
-use super::h5par::write_rows;
+use super::h5par::{write_rows, ParFile};
 use crate::domain::comm::Comm;
 use crate::error::{Error, Result};
 use crate::forces::contact_counts;
@@ -193,34 +193,38 @@ fn h5err(path: &Path) -> impl Fn(hdf5::Error) -> Error + '_ {
 }
 
 /// Create the snapshot file `path` and write this rank's rows into it (collective over the
-/// ranks of `comm`; every rank passes the same step, time and totals).
-fn write_h5(comm: &Comm, path: &Path, step: u64, time: f64, b: &Block) -> hdf5::Result<()> {
-    let collective = comm.raw_world().is_some();
-    let f = match comm.raw_world() {
-        Some(raw) => File::with_options()
-            .with_fapl(|p| p.mpio(raw, None))
-            .create(path)?,
-        None => File::create(path)?,
-    };
+/// ranks of `comm`; every rank passes the same step, time and totals), in agreed steps
+/// ([`ParFile`]): a write error on any rank stops every rank at the same dataset, and the
+/// partial file is closed by all and removed.
+fn write_h5(comm: &Comm, path: &Path, step: u64, time: f64, b: &Block) -> Result<()> {
+    let w = ParFile::create(comm, path, 0)?;
+    let collective = w.collective();
     let (n, o) = (b.total, b.first);
-    dataset(&f, "gid", n, o, 1, &b.gid, None, collective)?;
-    dataset(&f, "pos", n, o, 3, &b.pos, Some("m"), collective)?;
-    dataset(&f, "vel", n, o, 3, &b.vel, Some("m/s"), collective)?;
-    dataset(&f, "angvel", n, o, 3, &b.angvel, Some("rad/s"), collective)?;
-    dataset(&f, "radius", n, o, 1, &b.radius, Some("m"), collective)?;
-    dataset(&f, "ncontacts", n, o, 1, &b.ncontacts, None, collective)?;
-    f.new_attr::<u64>().create("step")?.write_scalar(&step)?;
-    f.new_attr::<f64>().create("time")?.write_scalar(&time)?;
-    let ver: VarLenUnicode = env!("CARGO_PKG_VERSION")
-        .parse()
-        .map_err(|_| hdf5::Error::from("version string"))?;
-    f.new_attr::<VarLenUnicode>()
-        .create("demhpc_version")?
-        .write_scalar(&ver)?;
-    // Closed explicitly, every object of the file being closed by now: with MPI-IO HDF5 refuses
-    // to close a file that still has open objects, and a failed implicit close (on drop) would
-    // leave the file open and its metadata unwritten, unnoticed.
-    f.close()
+    let written = (|| -> Result<()> {
+        w.step(|f| dataset(f, "gid", n, o, 1, &b.gid, None, collective))?;
+        w.step(|f| dataset(f, "pos", n, o, 3, &b.pos, Some("m"), collective))?;
+        w.step(|f| dataset(f, "vel", n, o, 3, &b.vel, Some("m/s"), collective))?;
+        w.step(|f| dataset(f, "angvel", n, o, 3, &b.angvel, Some("rad/s"), collective))?;
+        w.step(|f| dataset(f, "radius", n, o, 1, &b.radius, Some("m"), collective))?;
+        w.step(|f| dataset(f, "ncontacts", n, o, 1, &b.ncontacts, None, collective))?;
+        w.step(|f| {
+            f.new_attr::<u64>().create("step")?.write_scalar(&step)?;
+            f.new_attr::<f64>().create("time")?.write_scalar(&time)?;
+            let ver: VarLenUnicode = env!("CARGO_PKG_VERSION")
+                .parse()
+                .map_err(|_| hdf5::Error::from("version string"))?;
+            f.new_attr::<VarLenUnicode>()
+                .create("demhpc_version")?
+                .write_scalar(&ver)
+        })
+    })();
+    match written {
+        Ok(()) => w.close(),
+        Err(e) => {
+            w.abandon();
+            Err(e)
+        }
+    }
 }
 
 /// Create dataset `name` (`total` rows of `cols`; 1 = 1-D), write this rank's rows at `offset`
@@ -321,29 +325,20 @@ impl SnapshotWriter {
         collect(sim, &mut self.buf);
         let path = self.dir.join(format!("snap_{:09}.h5", sim.step));
         let tmp = path.with_extension("h5.tmp");
-        let written =
-            write_h5(comm, &tmp, sim.step, sim.time, &self.buf.block).map_err(h5err(&tmp));
-        // Every rank must know that the file is complete before it is published.
-        if comm.any(written.is_err()) {
-            return Err(written.err().unwrap_or_else(|| {
-                Error::io(&tmp, "writing the snapshot failed on another rank")
-            }));
-        }
+        // agreed by every rank: the file is complete before it is published
+        write_h5(comm, &tmp, sim.step, sim.time, &self.buf.block)?;
         let published = if comm.is_root() {
             self.publish(&tmp, &path, sim.step, sim.time)
         } else {
             Ok(())
         };
-        if comm.any(published.is_err()) {
-            return Err(published
-                .err()
-                .unwrap_or_else(|| Error::io(&path, "publishing the snapshot failed on rank 0")));
-        }
+        comm.agree(published)?;
         Ok(comm.is_root().then_some(path))
     }
 
     /// Rank 0: move the finished file to its name and list it in the XDMF collection.
     fn publish(&mut self, tmp: &Path, path: &Path, step: u64, time: f64) -> Result<()> {
+        super::h5par::trim_release(tmp)?;
         std::fs::rename(tmp, path).map_err(|e| Error::io(path, e))?;
         self.entries.retain(|e| e.0 != step);
         self.entries.push((step, time, self.buf.block.total));

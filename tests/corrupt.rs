@@ -1,0 +1,398 @@
+//! Damaged checkpoints (issue 18, acceptance 2): a flipped byte in any dataset or in the root
+//! attributes, a truncated file, and files that read but hold impossible values (a gid twice,
+//! a negative radius, a contact naming a gid that is no particle) are refused on restart with
+//! exit 2 naming what is wrong, on 1 and 2 ranks, before anything is written; `demhpc info`
+//! reports the damage. Files of format version 1 (no checksums) still restart, bitwise.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use support::*;
+
+/// Every dataset of format version 2 (docs/checkpoint-format.md).
+const DATASETS: &[&str] = &[
+    "particles/gid",
+    "particles/pos",
+    "particles/vel",
+    "particles/angvel",
+    "particles/ref_pos",
+    "particles/ori",
+    "particles/radius",
+    "particles/mass",
+    "particles/inertia",
+    "particles/material",
+    "particles/blocked",
+    "particles/wrap",
+    "contacts/gid1",
+    "contacts/gid2",
+    "contacts/image",
+    "contacts/state",
+    "wall_contacts/gid",
+    "wall_contacts/wall",
+    "wall_contacts/state",
+    "leading/gid1",
+    "leading/gid2",
+    "walls/point",
+    "walls/normal",
+    "walls/vel",
+    "walls/ref_point",
+];
+
+/// A checkpoint of the small settle at step 6000 (a packed bed: 250 contacts), written on
+/// `ranks` ranks, and the directory it lies in.
+fn checkpoint(tmp: &TempDir, ranks: usize) -> PathBuf {
+    std::fs::write(tmp.0.join("scene.ron"), SETTLE).unwrap();
+    let out = format!("base{ranks}");
+    let o = demhpc(
+        ranks,
+        1,
+        &["--steps", "6000", "--out", &out, "scene.ron"],
+        &tmp.0,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    tmp.0.join(out).join("checkpoints/ckpt_0000006000.h5")
+}
+
+/// Restart from `file` on `ranks` ranks into a fresh directory; returns the output and
+/// whether that directory was created.
+fn restart(tmp: &TempDir, file: &Path, ranks: usize, steps: &str) -> (Output, bool) {
+    let out = tmp.0.join("restarted");
+    let _ = std::fs::remove_dir_all(&out);
+    let args = [
+        "--restart",
+        file.to_str().unwrap(),
+        "--steps",
+        steps,
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let o = demhpc(ranks, 1, &args, &tmp.0);
+    (o, out.exists())
+}
+
+fn info(file: &Path) -> Output {
+    Command::new(BIN)
+        .args(["info", file.to_str().unwrap()])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+/// The refusal a damaged file must meet: on restart exit 2 naming `what`, nothing written; and
+/// `demhpc info` says DAMAGED (exit 2) naming it too.
+fn refused(tmp: &TempDir, file: &Path, ranks: usize, what: &str, case: &str) {
+    let (o, wrote) = restart(tmp, file, ranks, "6100");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let ctx = format!("{case} on {ranks} rank(s): {}", describe(&o));
+    assert_eq!(o.status.code(), Some(2), "exit code must be 2: {ctx}");
+    assert!(err.contains(what), "the message must name `{what}`: {ctx}");
+    assert!(!err.contains("panicked"), "{ctx}");
+    assert!(!wrote, "output written for a damaged checkpoint: {ctx}");
+    if ranks == 1 {
+        let i = info(file);
+        let ctx = format!("info, {case}: {}", describe(&i));
+        assert_eq!(i.status.code(), Some(2), "{ctx}");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&i.stdout),
+            String::from_utf8_lossy(&i.stderr)
+        );
+        assert!(text.contains(what), "info must name `{what}`: {ctx}");
+    }
+}
+
+/// File offset and size of a dataset's raw data (contiguous layout).
+fn raw_extent(file: &Path, name: &str) -> Option<(u64, u64)> {
+    let f = hdf5::File::open(file).unwrap();
+    let d = f.dataset(name).unwrap();
+    let size = d.storage_size();
+    Some((d.offset()?, size)).filter(|_| size > 0)
+}
+
+fn flip(src: &Path, dst: &Path, at: u64) {
+    let mut b = std::fs::read(src).unwrap();
+    b[at as usize] ^= 0x5a;
+    std::fs::write(dst, b).unwrap();
+}
+
+/// Acceptance 18.2: one flipped byte in the middle of each dataset's data is found by its
+/// checksum (the dataset named), on restart and by `demhpc info`.
+#[test]
+fn a_flipped_byte_in_any_dataset_is_found() {
+    let tmp = TempDir::new("corrupt-flip");
+    let good = checkpoint(&tmp, 1);
+    let i = info(&good);
+    assert_eq!(i.status.code(), Some(0), "{}", describe(&i));
+    let bad = tmp.0.join("bad.h5");
+    let mut n = 0;
+    for name in DATASETS {
+        let (off, size) = raw_extent(&good, name)
+            .unwrap_or_else(|| panic!("{name}: no data to damage in the test checkpoint"));
+        flip(&good, &bad, off + size / 2);
+        refused(
+            &tmp,
+            &bad,
+            1,
+            &format!("dataset {name} fails its checksum"),
+            name,
+        );
+        n += 1;
+    }
+    assert_eq!(n, DATASETS.len());
+    // and on 2 ranks (each rank verifies a share of every dataset), for a few
+    for name in ["particles/gid", "contacts/state", "walls/point"] {
+        let (off, size) = raw_extent(&good, name).unwrap();
+        flip(&good, &bad, off + size - 1);
+        refused(
+            &tmp,
+            &bad,
+            2,
+            &format!("dataset {name} fails its checksum"),
+            name,
+        );
+    }
+}
+
+/// A changed root attribute (a digit of the stored scene) fails the attributes' checksum.
+#[test]
+fn a_damaged_root_attribute_is_found() {
+    let tmp = TempDir::new("corrupt-attr");
+    let good = checkpoint(&tmp, 1);
+    let bytes = std::fs::read(&good).unwrap();
+    let needle = b"20240601";
+    let at = bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .expect("the seed in the stored scene text") as u64;
+    let bad = tmp.0.join("bad.h5");
+    // '2' ^ 0x5a is not a digit; flip the byte to another digit instead
+    let mut b = bytes.clone();
+    b[at as usize + 7] = b'7';
+    std::fs::write(&bad, b).unwrap();
+    refused(
+        &tmp,
+        &bad,
+        1,
+        "root attributes fail their checksum",
+        "scene text",
+    );
+    refused(
+        &tmp,
+        &bad,
+        2,
+        "root attributes fail their checksum",
+        "scene text",
+    );
+}
+
+/// A truncated file (a copy cut short) is refused as unreadable.
+#[test]
+fn a_truncated_file_is_refused() {
+    let tmp = TempDir::new("corrupt-trunc");
+    let good = checkpoint(&tmp, 1);
+    let b = std::fs::read(&good).unwrap();
+    let bad = tmp.0.join("bad.h5");
+    for frac in [0.5, 0.9, 0.999] {
+        std::fs::write(&bad, &b[..(b.len() as f64 * frac) as usize]).unwrap();
+        refused(&tmp, &bad, 1, "checkpoint", &format!("truncated to {frac}"));
+    }
+}
+
+/// Rewrite a dataset with `edit` applied and its checksum recomputed, as a tool or a buggy
+/// writer would: the file reads, and only the checks of its values can find the damage.
+fn rewrite<T: hdf5::H5Type + Copy>(src: &Path, dst: &Path, name: &str, edit: impl Fn(&mut [T])) {
+    std::fs::copy(src, dst).unwrap();
+    let f = hdf5::File::open_rw(dst).unwrap();
+    let d = f.dataset(name).unwrap();
+    let mut v = d.read_raw::<T>().unwrap();
+    edit(&mut v);
+    d.write_raw(&v).unwrap();
+    // SAFETY: plain numbers, viewed as their bytes.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(&v[..]))
+    };
+    d.attr("crc32c")
+        .unwrap()
+        .write_scalar(&crc32c::crc32c(bytes))
+        .unwrap();
+}
+
+/// Acceptance 18.2: files with valid checksums but impossible contents — a duplicate gid, a
+/// negative radius, a contact naming a gid that is no particle, a NaN velocity, a wall index
+/// out of range — refused naming the dataset, on 1 and 2 ranks (a duplicate may be owned by
+/// two ranks: the distributed census finds it).
+#[test]
+fn impossible_values_are_refused() {
+    let tmp = TempDir::new("corrupt-values");
+    let good = checkpoint(&tmp, 1);
+    let bad = tmp.0.join("bad.h5");
+    // the particle farthest in x from particle row 0 gets its gid (so on 2 ranks cut along x
+    // the two copies lie on different ranks)
+    let f = hdf5::File::open(&good).unwrap();
+    let pos = f
+        .dataset("particles/ref_pos")
+        .unwrap()
+        .read_raw::<f64>()
+        .unwrap();
+    let far = (0..pos.len() / 3)
+        .max_by(|&a, &b| {
+            (pos[3 * a] - pos[0])
+                .abs()
+                .total_cmp(&(pos[3 * b] - pos[0]).abs())
+        })
+        .unwrap();
+    drop(f);
+    type Case = (&'static str, Box<dyn Fn(&Path, &Path)>, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            "duplicate gid",
+            Box::new(move |s, d| rewrite::<u64>(s, d, "particles/gid", |v| v[far] = v[0])),
+            "appears twice",
+        ),
+        (
+            "negative radius",
+            Box::new(|s, d| rewrite::<f64>(s, d, "particles/radius", |v| v[7] = -v[7])),
+            "particles/radius",
+        ),
+        (
+            "gid out of range",
+            Box::new(|s, d| rewrite::<u64>(s, d, "particles/gid", |v| v[3] = 1_000_000_000_000)),
+            "particles/gid",
+        ),
+        (
+            "contact naming no particle",
+            Box::new(|s, d| rewrite::<u64>(s, d, "contacts/gid2", |v| v[0] = 100_000)),
+            "contacts/gid1, gid2",
+        ),
+        (
+            "NaN velocity",
+            Box::new(|s, d| rewrite::<f64>(s, d, "particles/vel", |v| v[10] = f64::NAN)),
+            "particles/vel",
+        ),
+        (
+            "wall index",
+            Box::new(|s, d| rewrite::<u64>(s, d, "wall_contacts/wall", |v| v[0] = 9)),
+            "wall_contacts/wall",
+        ),
+    ];
+    for (case, make, what) in &cases {
+        make(&good, &bad);
+        for ranks in [1, 2] {
+            refused(&tmp, &bad, ranks, what, case);
+        }
+    }
+}
+
+/// Format version 1 (written before checksums; tests/data/README.md): still restarts, says it
+/// cannot verify, and continues bitwise like an uninterrupted run of the same scene.
+#[test]
+fn version_1_files_still_restart_bitwise() {
+    let tmp = TempDir::new("corrupt-v1");
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ckpt_v1_settle512.h5");
+    let i = info(&v1);
+    assert_eq!(i.status.code(), Some(0), "{}", describe(&i));
+    assert!(String::from_utf8_lossy(&i.stdout).contains("version 1"));
+    let f = hdf5::File::open(&v1).unwrap();
+    let text = f
+        .attr("scene_text")
+        .unwrap()
+        .read_scalar::<hdf5::types::VarLenUnicode>()
+        .unwrap()
+        .to_string();
+    std::fs::write(tmp.0.join("scene.ron"), text).unwrap();
+    let args = ["--steps", "6300", "--out", "ref", "scene.ron"];
+    let o = demhpc(1, 1, &args, &tmp.0);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let out = tmp.0.join("cont");
+    let args = [
+        "--restart",
+        v1.to_str().unwrap(),
+        "--steps",
+        "6300",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let o = demhpc(1, 1, &args, &tmp.0);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no checksums"),
+        "a version-1 restart says it cannot verify: {}",
+        describe(&o)
+    );
+    let snap = |d: &Path| d.join("snapshots/snap_000006300.h5");
+    let (a, b) = (
+        read_state(&snap(&tmp.0.join("ref"))),
+        read_state(&snap(&out)),
+    );
+    assert!(
+        a == b,
+        "restart from the version-1 file differs from the uninterrupted run"
+    );
+}
+
+/// The format as documented: an independent reader (h5py and a plain-Python CRC-32C,
+/// scripts/check_checkpoint.py) verifies a file written on 2 ranks, and finds a flipped byte.
+#[test]
+fn the_checksums_verify_with_h5py() {
+    let tmp = TempDir::new("corrupt-py");
+    let good = checkpoint(&tmp, 2);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_checkpoint.py");
+    let run = |f: &Path| {
+        Command::new("/usr/bin/python3")
+            .arg(&script)
+            .arg(f)
+            .output()
+            .expect("python3 with h5py (scripts/setup.sh)")
+    };
+    let o = run(&good);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("ok ")).count(),
+        26,
+        "{text}"
+    );
+    let bad = tmp.0.join("bad.h5");
+    let (off, size) = raw_extent(&good, "contacts/state").unwrap();
+    flip(&good, &bad, off + size / 3);
+    let o = run(&bad);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("BAD contacts/state"));
+}
+
+/// A version-1 file (no checksums) whose stored scene no longer parses: the error names the
+/// checkpoint's copy of the scene, not the original file (which may be fine).
+#[test]
+fn a_bad_stored_scene_is_blamed_on_the_checkpoint() {
+    let tmp = TempDir::new("corrupt-scene");
+    let v1 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/ckpt_v1_settle512.h5");
+    let bad = tmp.0.join("bad.h5");
+    std::fs::copy(&v1, &bad).unwrap();
+    {
+        let f = hdf5::File::open_rw(&bad).unwrap();
+        let text = f
+            .attr("scene_text")
+            .unwrap()
+            .read_scalar::<hdf5::types::VarLenUnicode>()
+            .unwrap()
+            .to_string()
+            .replace("damping: 0.3", "damping: 0.3 0.3");
+        f.delete_attr("scene_text").unwrap();
+        let v: hdf5::types::VarLenUnicode = text.parse().unwrap();
+        f.new_attr::<hdf5::types::VarLenUnicode>()
+            .create("scene_text")
+            .unwrap()
+            .write_scalar(&v)
+            .unwrap();
+    }
+    let (o, wrote) = restart(&tmp, &bad, 1, "6100");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(!wrote);
+    let want = format!("{} (the scene stored in it, from ", bad.display());
+    assert!(
+        err.contains(&want),
+        "the error must name the checkpoint: {err}"
+    );
+}
