@@ -21,6 +21,8 @@ pub struct Limited {
     pub max_rss: u64,
     /// Killed at the deadline.
     pub timed_out: bool,
+    /// Sent SIGTERM (see [`run_limited_term`]).
+    pub signalled: bool,
 }
 
 impl Limited {
@@ -33,6 +35,16 @@ impl Limited {
 /// Run `cmd` with its address space capped at `address_space` bytes, killed (SIGKILL) after
 /// `deadline`.
 pub fn run_limited(cmd: &mut Command, address_space: u64, deadline: Duration) -> Limited {
+    run_limited_term(cmd, address_space, None, deadline)
+}
+
+/// [`run_limited`], with SIGTERM sent at `term_at` (if it is still running then).
+pub fn run_limited_term(
+    cmd: &mut Command,
+    address_space: u64,
+    term_at: Option<Duration>,
+    deadline: Duration,
+) -> Limited {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -74,6 +86,7 @@ pub fn run_limited(cmd: &mut Command, address_space: u64, deadline: Duration) ->
             .map(|r| Box::new(r) as Box<dyn Read + Send>),
     );
     let mut timed_out = false;
+    let mut signalled = false;
     let (status, rss) = loop {
         let mut st: libc::c_int = 0;
         // SAFETY: plain FFI; `ru` is a zeroed POD the kernel fills in.
@@ -83,6 +96,11 @@ pub fn run_limited(cmd: &mut Command, address_space: u64, deadline: Duration) ->
             break (st, ru.ru_maxrss as u64 * 1024);
         }
         assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
+        if !signalled && term_at.is_some_and(|t| start.elapsed() > t) {
+            signalled = true;
+            // SAFETY: as below
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
         if !timed_out && start.elapsed() > deadline {
             timed_out = true;
             // SAFETY: the child is ours and not reaped yet, so `pid` is still its id.
@@ -103,5 +121,6 @@ pub fn run_limited(cmd: &mut Command, address_space: u64, deadline: Duration) ->
         secs,
         max_rss: rss,
         timed_out,
+        signalled,
     }
 }
