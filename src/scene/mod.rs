@@ -712,6 +712,14 @@ fn build_walls(ctx: &Ctx, specs: &[WallSpec], mats: &[Material]) -> Result<Vec<W
             return Err(ctx.err(&format!("{p}.normal"), "must not be zero"));
         }
         let normal = normal.normalize();
+        let unit = (normal.norm() - 1.0).abs() < 1e-9;
+        if !unit {
+            // |n|² overflowed (components ~1e200): normalising gave 0 or NaN
+            return Err(ctx.err(
+                &format!("{p}.normal"),
+                "too large to normalise: give a unit vector",
+            ));
+        }
         let material = ctx.material(&format!("{p}.material"), &w.material, mats)?;
         for (m, o) in out.iter().enumerate() {
             let c = normal.dot(&o.normal);
@@ -1331,6 +1339,23 @@ mod tests {
             .to_string();
         assert!(
             e.starts_with("t.ron:3:11: walls[0]: missing field `material`"),
+            "{e}"
+        );
+    }
+
+    /// A wall normal whose squared norm overflows is refused (it normalised to zero).
+    #[test]
+    fn huge_wall_normal() {
+        let text = "Scene(\n  materials: [Frict(name: \"g\", young: 1e7, friction_angle: 0.5, \
+                    density: 2600.0)],\n  walls: [Wall(point: (0.0, 0.0, 0.0), normal: (1e200, \
+                    1e200, 0.0), material: \"g\")],\n  \
+                    spheres: [Sphere(pos: (1.0, 1.0, 0.0), radius: 0.1, material: \"g\")],\n  \
+                    dt: Fixed(1e-5), run: Steps(1))";
+        let e = Scene::parse(text, Path::new("t.ron"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.ron:3:") && e.contains("walls[0].normal: too large"),
             "{e}"
         );
     }
