@@ -261,11 +261,11 @@ fn syntax_error(
     match &e.code {
         E::MissingStructField { field, .. } => {
             let outer = locs.enclosing(pos.0, pos.1).unwrap_or("");
-            let (p, msg) = match outer {
-                "" => (pos, format!("missing field `{field}`")),
-                o => (locs.find(o), format!("{o}: missing field `{field}`")),
+            let msg = match outer {
+                "" => format!("Scene: missing field `{field}`"),
+                o => format!("{o}: missing field `{field}`"),
             };
-            at(p, msg)
+            at(locs.find(outer), msg)
         }
         E::DuplicateStructField { field, .. } => {
             let outer = locs.enclosing(pos.0, pos.1);
@@ -1358,6 +1358,17 @@ mod tests {
             e.contains("t.ron:3:") && e.contains("walls[0].normal: too large"),
             "{e}"
         );
+    }
+
+    /// A missing top-level field is reported at `Scene(`, after the leading comments.
+    #[test]
+    fn missing_top_level_field() {
+        let text = "// c\nScene(\n  materials: [Frict(name: \"g\", young: 1e7, friction_angle: \
+                    0.5, density: 2600.0)],\n  run: Steps(1),\n)\n";
+        let e = Scene::parse(text, Path::new("t.ron"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t.ron:2:1: Scene: missing field `dt`"), "{e}");
     }
 
     /// Scene names are plain file names.
