@@ -57,6 +57,12 @@ enum Cmd {
         #[arg(long)]
         verify: bool,
     },
+    /// Check a scene as a run would up to its first output (parse, validation, creating the
+    /// spheres, the overlap check) on one process, without MPI; writes nothing.
+    Check {
+        /// Scene file (RON).
+        scene: PathBuf,
+    },
 }
 
 fn parse_grid(s: &str) -> Result<[usize; 3], String> {
@@ -86,6 +92,16 @@ fn main() {
         .format_timestamp(None)
         .format_target(false)
         .init();
+    if let Some(Cmd::Check { scene }) = &cli.cmd {
+        // before MPI: a check is one process, and starts in milliseconds
+        std::process::exit(check(&cli, scene).map_or_else(
+            |e| {
+                log::error!("{e}");
+                e.exit_code()
+            },
+            |()| 0,
+        ));
+    }
     let mpi = match MpiEnv::init() {
         Some(m) => m,
         None => {
@@ -105,6 +121,7 @@ fn main() {
             ))),
             None => info(file, *verify),
         },
+        Some(Cmd::Check { scene }) => check(&cli, scene),
         None => real_main(&cli, size > 1),
     };
     let code = match result {
@@ -247,6 +264,23 @@ fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
         }
         println!("output: {}", s.out_dir.display());
     }
+    Ok(())
+}
+
+/// `demhpc check SCENE`: the run's set-up up to its first output, on one process.
+fn check(cli: &Cli, path: &Path) -> Result<(), Error> {
+    if let Some(arg) = run_args_given(cli) {
+        return Err(Error::Input(format!(
+            "`demhpc check` checks a scene and runs nothing: {arg} does not apply"
+        )));
+    }
+    let scene = Scene::load(path)?;
+    let (name, n, steps, dt) = (scene.name.clone(), scene.summary.n, scene.steps, scene.dt);
+    demhpc::sim::Simulation::new(scene)?;
+    println!(
+        "{}: valid: scene `{name}`, {n} spheres, {steps} steps of {dt:.6e} s",
+        path.display()
+    );
     Ok(())
 }
 

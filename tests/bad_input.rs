@@ -8,25 +8,42 @@
 
 mod support;
 
+use support::limits::run_limited;
 use support::{describe, TempDir};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use support::BIN;
+
+/// Every run of this file is refused (or checked) within this wall time...
+const MAX_SECS: f64 = 5.0;
+/// ...and this peak resident set (hostile inputs used to allocate gigabytes, then abort).
+const MAX_RSS: u64 = 200 << 20;
+/// Address-space cap of the child: a runaway allocation fails inside the child instead of
+/// eating the machine (the peak resident set is what the tests assert on).
+const ADDRESS_SPACE: u64 = 1 << 30;
 
 fn bad_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad_scenes")
 }
 
-/// Run the binary in `cwd` (with `RUST_LOG` removed so that errors are always printed).
+/// Run the binary in `cwd` (with `RUST_LOG` removed so that errors are always printed), with
+/// bounded memory and time: it must end within [`MAX_SECS`] and [`MAX_RSS`].
 fn demhpc(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run demhpc")
+    let mut cmd = Command::new(BIN);
+    cmd.args(args).current_dir(cwd).env_remove("RUST_LOG");
+    let r = run_limited(&mut cmd, ADDRESS_SPACE, Duration::from_secs(20));
+    let ctx = format!("demhpc {args:?}\n{}", describe(&r.out));
+    assert!(!r.timed_out, "killed after 20 s (a hang): {ctx}");
+    assert!(r.secs < MAX_SECS, "took {:.1} s: {ctx}", r.secs);
+    assert!(
+        r.max_rss < MAX_RSS,
+        "peak resident set {} MB: {ctx}",
+        r.max_rss >> 20
+    );
+    r.out
 }
 
 fn entries(dir: &Path) -> Vec<String> {
@@ -53,25 +70,36 @@ fn check_bad(test: &str, scene: &str, at: At, line: usize, needle: &str) {
         text.starts_with("// DEFECT: "),
         "{scene}: first line must be `// DEFECT: ...`"
     );
+    let file = match at {
+        At::Scene => scene_path.clone(),
+        At::Data(name) => bad_dir().join(name),
+    };
+    let what = format!("{scene} ({})", text.lines().next().unwrap());
+    assert_refused(test, &scene_path, &file, line, needle, &what);
+}
+
+/// Run the scene `scene_path` (from an empty working directory) and check exit code 2,
+/// `FILE:LINE:COL: ` on stderr with FILE = `file` and the given LINE, `needle` in the message,
+/// and nothing written; `what` describes the case.
+fn assert_refused(
+    test: &str,
+    scene_path: &Path,
+    file: &Path,
+    line: usize,
+    needle: &str,
+    what: &str,
+) {
     let tmp = TempDir::new(test);
     let out = tmp.0.join("out");
     let o = demhpc(
         &tmp.0,
         &["--out", out.to_str().unwrap(), scene_path.to_str().unwrap()],
     );
-    let ctx = format!(
-        "{scene} ({})\n{}",
-        text.lines().next().unwrap(),
-        describe(&o)
-    );
+    let ctx = format!("{what}\n{}", describe(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
 
     assert_eq!(o.status.code(), Some(2), "exit code must be 2: {ctx}");
 
-    let file = match at {
-        At::Scene => scene_path.clone(),
-        At::Data(name) => bad_dir().join(name),
-    };
     let prefix = format!("{}:{line}:", file.display());
     let k = stderr.find(&prefix).unwrap_or_else(|| {
         panic!("stderr must contain `{prefix}COL: ` (file and line of the defect): {ctx}")
@@ -183,6 +211,291 @@ bad!(
     9,
     "walls[1]: oblique to the replicated axis x"
 );
+
+// Hostile input (issue 18): each of these crashed, aborted, hung or lost particles.
+bad!(
+    huge_skin,
+    At::Scene,
+    13,
+    "skin: 1e10 m is more than 10 × the largest radius"
+);
+bad!(
+    tiny_fixed_dt,
+    At::Scene,
+    11,
+    "dt: 1e-30 s is less than 1e-6 × the p-wave"
+);
+bad!(endless_time, At::Scene, 12, "run: 1.6");
+bad!(
+    infinite_domain,
+    At::Scene,
+    13,
+    "domain: the domain spans inf m along x"
+);
+bad!(far_spheres, At::Scene, 7, "spans inf m along x");
+bad!(
+    absurd_radius,
+    At::Scene,
+    8,
+    "spheres[0]: sphere gid 0: absurd radius 1e300"
+);
+bad!(
+    nan_sphere_velocity,
+    At::Scene,
+    9,
+    "spheres[1].vel: components must be finite"
+);
+bad!(
+    scene_name_dotdot,
+    At::Scene,
+    3,
+    "name: must not be `.` or `..`"
+);
+bad!(
+    missing_field,
+    At::Scene,
+    5,
+    "materials[0]: missing field `name`"
+);
+bad!(
+    duplicate_field,
+    At::Scene,
+    7,
+    "materials[0].young: field given twice"
+);
+bad!(
+    unclosed_comment,
+    At::Scene,
+    9,
+    "block comment `/*` is never closed"
+);
+bad!(
+    dense_pack_huge,
+    At::Scene,
+    8,
+    "a dense packing has 1 to 1e6"
+);
+bad!(
+    random_fill_jammed,
+    At::Scene,
+    8,
+    "spheres[0].count: 1000000 spheres"
+);
+bad!(
+    random_fill_count,
+    At::Scene,
+    8,
+    "a random fill holds at most 10000000"
+);
+bad!(
+    lammps_huge_header,
+    At::Data("lammps_huge_header.data"),
+    3,
+    "1000000000000 atoms: too many spheres"
+);
+bad!(
+    lammps_short_file,
+    At::Data("lammps_short_file.data"),
+    3,
+    "100000 atoms: a file of"
+);
+bad!(
+    lammps_inf_coordinate,
+    At::Data("lammps_inf_coordinate.data"),
+    13,
+    "values must be finite, got inf"
+);
+bad!(
+    lammps_nan_coordinate,
+    At::Data("lammps_nan_coordinate.data"),
+    13,
+    "values must be finite, got NaN"
+);
+bad!(
+    lammps_inf_box,
+    At::Data("lammps_inf_box.data"),
+    7,
+    "box bounds must be two finite numbers"
+);
+bad!(
+    lammps_nan_velocity,
+    At::Data("lammps_nan_velocity.data"),
+    18,
+    "velocities must be finite"
+);
+
+/// A scene written by the test into `tmp/in/` (with its data files), run from `tmp/run/`.
+struct Written {
+    _tmp: TempDir,
+    dir: PathBuf,
+}
+
+impl Written {
+    fn new(test: &str, files: &[(&str, &[u8])]) -> Self {
+        let tmp = TempDir::new(test);
+        let dir = tmp.0.join("in");
+        std::fs::create_dir(&dir).unwrap();
+        for (name, bytes) in files {
+            std::fs::write(dir.join(name), bytes).unwrap();
+        }
+        Written { _tmp: tmp, dir }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+/// Two spheres, with `extra` top-level fields (a valid scene when `extra` is).
+fn two_spheres(extra: &str) -> String {
+    format!(
+        "Scene(\n    materials: [Frict(name: \"s\", young: 2e8, friction_angle: 0.5, density: 7800.0)],\n    \
+         spheres: [\n        Sphere(pos: (0.0, 0.0, 0.0), radius: 0.01, material: \"s\"),\n        \
+         Sphere(pos: (0.0205, 0.0, 0.0), radius: 0.01, material: \"s\"),\n    ],\n    \
+         dt: PWave(0.1),\n    run: Steps(10),{extra}\n)\n"
+    )
+}
+
+/// `demhpc check SCENE` from an empty directory: exit 0, within the limits, nothing written.
+fn assert_checks(test: &str, scene: &Path) {
+    let tmp = TempDir::new(test);
+    let o = demhpc(&tmp.0, &["check", scene.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("valid"),
+        "{}",
+        describe(&o)
+    );
+    assert!(entries(&tmp.0).is_empty(), "wrote {:?}", entries(&tmp.0));
+}
+
+/// 100 000 opening brackets overflowed the stack of the position scanner (exit 139).
+#[test]
+fn deeply_nested_brackets() {
+    for (k, open) in ["[", "(", "{"].iter().enumerate() {
+        let text = format!("Scene(\n  materials: {}", open.repeat(100_000));
+        let w = Written::new("deeply_nested_brackets", &[("deep.ron", text.as_bytes())]);
+        let scene = w.path("deep.ron");
+        // the 128th bracket below `Scene(` opens at column 14 + 127 of line 2
+        assert_refused(
+            &format!("deeply_nested_brackets_{k}"),
+            &scene,
+            &scene,
+            2,
+            "brackets nested more than 128 deep",
+            &format!("100 000 × `{open}`"),
+        );
+    }
+}
+
+/// Invalid UTF-8 is reported at its line and column (it had no position).
+#[test]
+fn invalid_utf8() {
+    let mut text = two_spheres("").into_bytes();
+    let k = text.windows(9).position(|w| w == b"name: \"s\"").unwrap();
+    text[k + 7] = 0xff; // the `s` of `name: "s"` on line 2
+    let w = Written::new("invalid_utf8", &[("utf.ron", &text)]);
+    let scene = w.path("utf.ron");
+    assert_refused(
+        "invalid_utf8",
+        &scene,
+        &scene,
+        2,
+        "invalid UTF-8 (byte 0xff)",
+        "0xff",
+    );
+}
+
+/// A leading byte-order mark is skipped (it gave "Expected opening `(`").
+#[test]
+fn byte_order_mark_is_accepted() {
+    let text = [b"\xEF\xBB\xBF".as_slice(), two_spheres("").as_bytes()].concat();
+    let w = Written::new("byte_order_mark", &[("bom.ron", &text)]);
+    assert_checks("byte_order_mark", &w.path("bom.ron"));
+}
+
+/// A scene file over 16 MiB is refused before it is read.
+#[test]
+fn oversized_scene() {
+    let mut text = two_spheres("");
+    text.push_str(&" ".repeat(17 << 20));
+    let w = Written::new("oversized_scene", &[("big.ron", text.as_bytes())]);
+    let scene = w.path("big.ron");
+    assert_refused(
+        "oversized_scene",
+        &scene,
+        &scene,
+        1,
+        "larger than the 16777216 bytes",
+        "17 MiB",
+    );
+}
+
+/// A FIFO as the scene or as a data file blocked the set-up for ever (`read_to_string`).
+#[test]
+fn fifo_inputs_are_refused() {
+    let text = two_spheres("").replace(
+        "spheres: [",
+        "spheres: [\n        TextFile(path: \"fifo.txt\", material: \"s\"),",
+    );
+    let w = Written::new("fifo_inputs", &[("data.ron", text.as_bytes())]);
+    for name in ["fifo.ron", "fifo.txt"] {
+        let c = std::ffi::CString::new(w.path(name).to_str().unwrap()).unwrap();
+        // SAFETY: plain FFI with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    }
+    let scene = w.path("fifo.ron");
+    assert_refused(
+        "fifo_scene",
+        &scene,
+        &scene,
+        1,
+        "not a regular file",
+        "FIFO scene",
+    );
+    let scene = w.path("data.ron");
+    assert_refused(
+        "fifo_data",
+        &scene,
+        &scene,
+        4,
+        "is not a regular file",
+        "FIFO data file",
+    );
+}
+
+/// A 2 GB data file without a newline is not read whole into memory (a sparse file: no disk).
+#[test]
+fn endless_data_line() {
+    let text = two_spheres("").replace(
+        "spheres: [",
+        "spheres: [\n        TextFile(path: \"zeros.txt\", material: \"s\"),",
+    );
+    let w = Written::new("endless_data_line", &[("scene.ron", text.as_bytes())]);
+    let f = std::fs::File::create(w.path("zeros.txt")).unwrap();
+    f.set_len(2 << 30).unwrap();
+    let data = w.path("zeros.txt");
+    assert_refused(
+        "endless_data_line",
+        &w.path("scene.ron"),
+        &data,
+        1,
+        "line longer than 65536 bytes",
+        "2 GB without newline",
+    );
+}
+
+/// A random fill of a few spheres of 1 µm in a 1 m box: its cell grid was sized (2e17 cells)
+/// from the box and the radius; now the grid has at most about two cells per sphere.
+#[test]
+fn random_fill_tiny_radius_in_large_box() {
+    let text = two_spheres("").replace(
+        "spheres: [",
+        "spheres: [\n        RandomFill(material: \"s\", lo: (1.0, 1.0, 1.0), hi: (2.0, 2.0, 2.0), \
+         count: 1000, radius: 1e-6),",
+    );
+    let w = Written::new("random_fill_tiny", &[("fill.ron", text.as_bytes())]);
+    assert_checks("random_fill_tiny", &w.path("fill.ron"));
+}
 
 /// Every scene in `tests/bad_scenes/` has a test above (a new file without one fails here).
 #[test]

@@ -90,12 +90,24 @@ impl GridPlan {
         }
         let ext = hi - lo;
         let mut h = h_min.max(1e-300);
-        loop {
+        // Bounded rounds: 1.26^8192 exceeds any ratio of finite extent to h (≤ 1e609), so
+        // the cap is met for finite positions long before; a non-finite extent (which the
+        // set-up refuses and the step's escape check stops) must not spin forever.
+        for _ in 0..8192 {
             let cells: f64 = (0..3).map(|a| (ext[a] / h).floor() + 3.0).product();
             if cells <= 2.0 * n as f64 + 64.0 {
                 break;
             }
             h *= 1.26;
+        }
+        if !(h.is_finite() && ext.iter().all(|e| e.is_finite())) {
+            // one cell per axis beyond the borders: coordinates clamp into it, nothing is
+            // sized from the extent
+            return GridPlan {
+                lo,
+                h: f64::INFINITY,
+                dims: [3; 3],
+            };
         }
         let dims = [0, 1, 2].map(|a| (ext[a] / h).floor() as usize + 3);
         GridPlan {

@@ -5,6 +5,7 @@
 use super::schema::{DensePackSpec, LammpsDataSpec, LatticeSpec, PackShape, RandomFillSpec};
 use crate::error::{Error, Result};
 use crate::particles::{Particle, BLOCK_ALL};
+use crate::signals::SetupWatch;
 use crate::V3;
 use std::path::Path;
 
@@ -71,29 +72,70 @@ pub fn lattice_sphere(s: &LatticeSpec, m: u64) -> (V3, f64) {
     (V3::new(x, y, z) + V3::from(s.origin), r)
 }
 
+/// Spheres per set-up walk that a random fill may hold: random sequential addition is
+/// sequential, so every rank regenerates the whole fill (~44 bytes a sphere) in each walk.
+pub const MAX_RANDOM_FILL: u64 = 10_000_000;
+
+/// Largest solid fraction a random fill may ask for: random sequential addition of equal
+/// spheres jams near 38 % (Widom's RSA limit, ~0.384 in 3D); beyond it the fill is impossible
+/// and would only fail after a long search.
+pub const MAX_FILL_FRACTION: f64 = 0.38;
+
+/// Counts and the box of a random fill, checked before anything is sized from them.
+pub fn check_random_fill(s: &RandomFillSpec) -> std::result::Result<(), String> {
+    if s.count > MAX_RANDOM_FILL {
+        return Err(format!(
+            "{} spheres: a random fill holds at most {MAX_RANDOM_FILL} (every rank generates \
+             all of it; use a Lattice or a data file for more)",
+            s.count
+        ));
+    }
+    let ext = V3::from(s.hi) - V3::from(s.lo);
+    let vol = ext.x * ext.y * ext.z;
+    let r = s.radius * (1.0 - s.polydispersity);
+    let solid = s.count as f64 * 4.0 / 3.0 * std::f64::consts::PI * r * r * r;
+    if !vol.is_finite() {
+        return Err(format!("the box volume {vol:e} m³ is not finite"));
+    }
+    if solid > MAX_FILL_FRACTION * vol {
+        return Err(format!(
+            "{} spheres of radius ≥ {r:e} m fill {:.0} % of the box: random sequential \
+             addition jams near {:.0} % (use DensePack)",
+            s.count,
+            100.0 * solid / vol,
+            100.0 * MAX_FILL_FRACTION
+        ));
+    }
+    Ok(())
+}
+
 /// Random sequential addition of `count` non-overlapping spheres in the box: sphere k tries
 /// positions hashed from (seed, k, attempt) until it overlaps nothing placed before.
-pub fn random_fill(s: &RandomFillSpec) -> std::result::Result<Vec<(V3, f64)>, String> {
+/// `check_random_fill` must have accepted `s`; `bad` places an error in the scene.
+pub fn random_fill(
+    s: &RandomFillSpec,
+    bad: &dyn Fn(String) -> Error,
+    tick: &mut Ticker,
+) -> Result<Vec<(V3, f64)>> {
+    check_random_fill(s).map_err(bad)?;
     let lo = V3::from(s.lo);
     let hi = V3::from(s.hi);
     let rmax = s.radius * (1.0 + s.polydispersity);
-    let h = 2.0 * rmax;
     let inner_lo = lo + V3::repeat(rmax);
     let ext = hi - lo - V3::repeat(2.0 * rmax);
     if ext.iter().any(|&e| e <= 0.0) {
-        return Err(format!("box is smaller than one sphere of radius {rmax}"));
+        return Err(bad(format!(
+            "box is smaller than one sphere of radius {rmax}"
+        )));
     }
-    let dims: Vec<usize> = (0..3).map(|a| (ext[a] / h).floor() as usize + 1).collect();
-    let mut cells: Vec<Vec<u32>> = vec![Vec::new(); dims.iter().product()];
-    let cell_of = |x: &V3| -> [usize; 3] {
-        let mut c = [0; 3];
-        for a in 0..3 {
-            c[a] = (((x[a] - inner_lo[a]) / h).floor().max(0.0) as usize).min(dims[a] - 1);
-        }
-        c
-    };
+    let grid = FillGrid::new(&ext, 2.0 * rmax, s.count);
+    // a linked list per cell (head, next): the overlap test is exact, so neither the cell
+    // size nor the order of the spheres within a cell changes which position is accepted
+    let mut head = vec![u32::MAX; grid.n_cells()];
+    let mut next: Vec<u32> = Vec::with_capacity(s.count as usize);
     let mut out: Vec<(V3, f64)> = Vec::with_capacity(s.count as usize);
     for k in 0..s.count {
+        tick.tick()?;
         let base = splitmix(s.seed ^ splitmix(k));
         let r = s.radius * (1.0 + s.polydispersity * (2.0 * unit(splitmix(base)) - 1.0));
         let mut placed = false;
@@ -105,50 +147,91 @@ pub fn random_fill(s: &RandomFillSpec) -> std::result::Result<Vec<(V3, f64)>, St
                 unit(splitmix(hsh ^ 0xabcdef)),
             );
             let x = inner_lo + ext.component_mul(&u);
-            let c = cell_of(&x);
-            let mut ok = true;
-            'search: for cz in c[2].saturating_sub(1)..=(c[2] + 1).min(dims[2] - 1) {
-                for cy in c[1].saturating_sub(1)..=(c[1] + 1).min(dims[1] - 1) {
-                    for cx in c[0].saturating_sub(1)..=(c[0] + 1).min(dims[0] - 1) {
-                        for &q in &cells[(cz * dims[1] + cy) * dims[0] + cx] {
-                            let (xq, rq) = out[q as usize];
-                            if (x - xq).norm_squared() < (r + rq) * (r + rq) {
-                                ok = false;
-                                break 'search;
-                            }
-                        }
-                    }
-                }
-            }
-            if ok {
-                cells[(c[2] * dims[1] + c[1]) * dims[0] + c[0]].push(out.len() as u32);
+            let c = grid.cell_of(&(x - inner_lo));
+            if grid.free(&c, &head, &next, &out, &x, r) {
+                let cell = grid.index(&c);
+                next.push(head[cell]);
+                head[cell] = out.len() as u32;
                 out.push((x, r));
                 placed = true;
                 break;
             }
         }
         if !placed {
-            return Err(format!(
+            return Err(bad(format!(
                 "could not place sphere {k} of {} without overlap: the box is too full",
                 s.count
-            ));
+            )));
         }
     }
     Ok(out)
 }
 
-/// Dense random packing of equal spheres (the thesis' specimens have porosity ≈ 0.36–0.40).
-///
-/// A frictionless compaction done geometrically rather than dynamically (a force-biased /
-/// Jodrey–Tory style relaxation): n = (1 − porosity) V/(4/3 π r³) centres are drawn uniformly
-/// (hash of (seed, k)), the radius grows from a loose size to r while overlaps are pushed apart
-/// (Gauss–Seidel sweeps in gid order over a cell grid, each pair moved apart by its overlap)
-/// and centres are kept inside the shape. Deterministic and sequential. Residual overlaps
-/// (reported) are harmless for CPM: cohesive links take their initial distance as d₀.
-/// Returns the spheres and the largest residual overlap relative to r.
-pub fn dense_pack(s: &DensePackSpec) -> std::result::Result<(Vec<(V3, f64)>, f64), String> {
-    let r = s.radius;
-    let (lo, hi, cyl) = match s.shape {
+/// The cell grid of a random fill: cells of edge ≥ 2 r_max, at most about two per sphere
+/// (a tiny radius in a large box would otherwise ask for billions of cells).
+struct FillGrid {
+    h: f64,
+    dims: [usize; 3],
+}
+
+impl FillGrid {
+    fn new(ext: &V3, h_min: f64, count: u64) -> Self {
+        let cap = 2.0 * count as f64 + 64.0;
+        let mut h = h_min;
+        // each round grows the cell 26 %: from the smallest cell to one spanning the box
+        // within a few thousand rounds (finite extents, h_min > 0)
+        while (0..3).map(|a| (ext[a] / h).floor() + 1.0).product::<f64>() > cap {
+            h *= 1.26;
+        }
+        let dims = [0, 1, 2].map(|a| (ext[a] / h).floor() as usize + 1);
+        FillGrid { h, dims }
+    }
+    fn n_cells(&self) -> usize {
+        self.dims.iter().product()
+    }
+    /// Cell of a point at `d` from the inner box's corner.
+    fn cell_of(&self, d: &V3) -> [usize; 3] {
+        [0, 1, 2].map(|a| ((d[a] / self.h).floor().max(0.0) as usize).min(self.dims[a] - 1))
+    }
+    fn index(&self, c: &[usize; 3]) -> usize {
+        (c[2] * self.dims[1] + c[1]) * self.dims[0] + c[0]
+    }
+    /// No sphere placed in the 27 cells around `c` overlaps a sphere (x, r).
+    fn free(
+        &self,
+        c: &[usize; 3],
+        head: &[u32],
+        next: &[u32],
+        out: &[(V3, f64)],
+        x: &V3,
+        r: f64,
+    ) -> bool {
+        let d = self.dims;
+        for cz in c[2].saturating_sub(1)..=(c[2] + 1).min(d[2] - 1) {
+            for cy in c[1].saturating_sub(1)..=(c[1] + 1).min(d[1] - 1) {
+                for cx in c[0].saturating_sub(1)..=(c[0] + 1).min(d[0] - 1) {
+                    let mut q = head[self.index(&[cx, cy, cz])];
+                    while q != u32::MAX {
+                        let (xq, rq) = out[q as usize];
+                        if (x - xq).norm_squared() < (r + rq) * (r + rq) {
+                            return false;
+                        }
+                        q = next[q as usize];
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Most spheres of a dense packing: the compaction takes thousands of sweeps over all of
+/// them (about a millisecond per sphere on one core), and every rank holds the specimen.
+pub const MAX_DENSE_PACK: u64 = 1_000_000;
+
+/// The bounding box of a packing's shape and, for a cylinder, its base centre and radius.
+fn pack_shape(s: &DensePackSpec) -> (V3, V3, Option<(V3, f64)>) {
+    match s.shape {
         PackShape::Box { lo, hi } => (V3::from(lo), V3::from(hi), None),
         PackShape::Cylinder {
             base,
@@ -162,8 +245,22 @@ pub fn dense_pack(s: &DensePackSpec) -> std::result::Result<(Vec<(V3, f64)>, f64
                 Some((b, radius)),
             )
         }
-    };
+    }
+}
+
+/// The sphere count of a dense packing, n = (1 − porosity) V / (4/3 π r³), checked (finite
+/// shape at least 4 radii wide, 1 ≤ n ≤ [`MAX_DENSE_PACK`]) before anything is sized from it.
+pub fn dense_pack_count(s: &DensePackSpec) -> std::result::Result<u64, String> {
+    let r = s.radius;
+    let (lo, hi, cyl) = pack_shape(s);
     let ext = hi - lo;
+    if !ext.iter().all(|e| e.is_finite()) {
+        return Err(format!(
+            "the shape spans {:?} m: not finite",
+            ext.as_slice()
+        ));
+    }
+    // (ext finite and r > 0: no NaN here)
     if (0..3).any(|a| ext[a] < 4.0 * r) {
         return Err("the shape must be at least 4 radii wide on every axis".into());
     }
@@ -172,10 +269,34 @@ pub fn dense_pack(s: &DensePackSpec) -> std::result::Result<(Vec<(V3, f64)>, f64
         None => ext.x * ext.y * ext.z,
     };
     let vs = 4.0 / 3.0 * std::f64::consts::PI * r * r * r;
-    let n = ((1.0 - s.porosity) * vol / vs).round() as usize;
-    if n == 0 || n as u64 > 50_000_000 {
-        return Err(format!("{n} spheres: adjust radius, shape or porosity"));
+    let n = ((1.0 - s.porosity) * vol / vs).round();
+    if !(n >= 1.0 && n <= MAX_DENSE_PACK as f64) {
+        return Err(format!(
+            "{n:e} spheres: a dense packing has 1 to {MAX_DENSE_PACK:e} (its compaction takes \
+             about a millisecond per sphere); adjust radius, shape or porosity"
+        ));
     }
+    Ok(n as u64)
+}
+
+/// Dense random packing of equal spheres (the thesis' specimens have porosity ≈ 0.36–0.40).
+///
+/// A frictionless compaction done geometrically rather than dynamically (a force-biased /
+/// Jodrey–Tory style relaxation): n = (1 − porosity) V/(4/3 π r³) centres are drawn uniformly
+/// (hash of (seed, k)), the radius grows from a loose size to r while overlaps are pushed apart
+/// (Gauss–Seidel sweeps in gid order over a cell grid, each pair moved apart by its overlap)
+/// and centres are kept inside the shape. Deterministic and sequential. Residual overlaps
+/// (reported) are harmless for CPM: cohesive links take their initial distance as d₀.
+/// Returns the spheres and the largest residual overlap relative to r.
+pub fn dense_pack(
+    s: &DensePackSpec,
+    bad: &dyn Fn(String) -> Error,
+    watch: &mut SetupWatch,
+) -> Result<(Vec<(V3, f64)>, f64)> {
+    let r = s.radius;
+    let (lo, hi, cyl) = pack_shape(s);
+    let ext = hi - lo;
+    let n = dense_pack_count(s).map_err(bad)? as usize;
     // keep a centre inside the shape shrunk by the current radius ρ
     let clamp = |x: &mut V3, rho: f64| {
         for a in 0..3 {
@@ -211,7 +332,7 @@ pub fn dense_pack(s: &DensePackSpec) -> std::result::Result<(Vec<(V3, f64)>, f64
     let mut rho = r * 0.6;
     let mut max_ov = f64::INFINITY;
     let (mut since, mut at_full) = (0, 0);
-    for _sweep in 0..20_000 {
+    for sweep in 0..20_000 {
         head.iter_mut().for_each(|h| *h = u32::MAX);
         for i in (0..n).rev() {
             let (a, b, c) = cell_of(&pos[i]);
@@ -221,6 +342,7 @@ pub fn dense_pack(s: &DensePackSpec) -> std::result::Result<(Vec<(V3, f64)>, f64
         }
         max_ov = 0.0;
         for i in 0..n {
+            watch.tick(sweep)?; // a sweep of a large pack takes long: one look per sphere
             let (a, b, c) = cell_of(&pos[i]);
             for cz in c.saturating_sub(1)..(c + 2).min(nz) {
                 for cy in b.saturating_sub(1)..(b + 2).min(ny) {
@@ -264,35 +386,146 @@ pub fn dense_pack(s: &DensePackSpec) -> std::result::Result<(Vec<(V3, f64)>, f64
 }
 
 fn data_err(path: &Path, line: usize, msg: impl std::fmt::Display) -> Error {
+    data_err_at(path, line, 1, msg)
+}
+
+fn data_err_at(path: &Path, line: usize, col: usize, msg: impl std::fmt::Display) -> Error {
     Error::Scene {
         file: path.display().to_string(),
         line,
-        col: 1,
+        col,
         msg: msg.to_string(),
     }
 }
 
-/// Lines of a data file, streamed (never the whole file in memory): (1-based number, text).
-fn stream_lines(path: &Path) -> Result<impl Iterator<Item = Result<(usize, String)>> + '_> {
-    use std::io::BufRead;
-    let f =
-        std::fs::File::open(path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
-    Ok(std::io::BufReader::new(f)
-        .lines()
-        .enumerate()
-        .map(move |(k, l)| {
-            l.map(|l| (k + 1, l))
-                .map_err(|e| Error::Input(format!("{}: {e}", path.display())))
-        }))
+/// Counts the spheres (or lines) of a set-up walk for its [`SetupWatch`]: a stop signal ends
+/// the walk at the next tick, and a long walk logs its progress.
+pub struct Ticker {
+    watch: SetupWatch,
+    pub done: u64,
 }
 
-/// Stream `x y z r` lines, calling `f(centre, radius)` in file order; returns the count.
-/// `#` starts a comment. Memory O(1) whatever the file size (distributed set-up: every rank
-/// streams the file and keeps its own spheres).
-pub fn read_text(path: &Path, f: &mut dyn FnMut(V3, f64)) -> Result<u64> {
+impl Ticker {
+    pub fn new(what: impl Into<String>, total: Option<u64>) -> Self {
+        Ticker {
+            watch: SetupWatch::new(what, total),
+            done: 0,
+        }
+    }
+    /// One more item: `Err(Stopped)` once a stop signal arrived.
+    #[inline]
+    pub fn tick(&mut self) -> Result<()> {
+        self.done += 1;
+        self.watch.tick(self.done)
+    }
+    /// Count `n` items passed over without work (skipped tiles).
+    pub fn skip(&mut self, n: u64) -> Result<()> {
+        self.done += n;
+        self.watch.tick(self.done)
+    }
+}
+
+/// Longest line of a data file: lines are short (`x y z r`, one atom), and a file without
+/// newlines must not be read whole into memory.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// Lines of a data file, streamed (never the whole file in memory): (1-based number, text),
+/// each at most [`MAX_LINE_BYTES`], UTF-8 (an invalid byte is an error at its column).
+struct DataLines<'a> {
+    path: &'a Path,
+    reader: std::io::BufReader<std::fs::File>,
+    line: usize,
+    buf: Vec<u8>,
+    done: bool,
+}
+
+impl Iterator for DataLines<'_> {
+    type Item = Result<(usize, String)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::io::{BufRead, Read};
+        if self.done {
+            return None;
+        }
+        self.buf.clear();
+        self.line += 1;
+        let limit = MAX_LINE_BYTES as u64 + 1;
+        match (&mut self.reader)
+            .take(limit)
+            .read_until(b'\n', &mut self.buf)
+        {
+            Err(e) => {
+                self.done = true;
+                Some(Err(Error::Input(format!("{}: {e}", self.path.display()))))
+            }
+            Ok(0) => {
+                self.done = true;
+                None
+            }
+            Ok(_) => Some(self.decode()),
+        }
+    }
+}
+
+impl DataLines<'_> {
+    fn decode(&mut self) -> Result<(usize, String)> {
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+        } else if self.buf.len() > MAX_LINE_BYTES {
+            self.done = true;
+            return Err(data_err(
+                self.path,
+                self.line,
+                format!("line longer than {MAX_LINE_BYTES} bytes: not a data file?"),
+            ));
+        }
+        match std::str::from_utf8(&self.buf) {
+            Ok(t) => Ok((self.line, t.to_string())),
+            Err(e) => {
+                self.done = true;
+                let ok = &self.buf[..e.valid_up_to()];
+                let col = 1 + std::str::from_utf8(ok).map_or(0, |t| t.chars().count());
+                Err(data_err_at(
+                    self.path,
+                    self.line,
+                    col,
+                    format!("invalid UTF-8 (byte 0x{:02x})", self.buf[e.valid_up_to()]),
+                ))
+            }
+        }
+    }
+}
+
+/// Open a data file (a regular file only: a FIFO would block the set-up) for streaming.
+fn stream_lines(path: &Path) -> Result<DataLines<'_>> {
+    super::regular_file(path)?;
+    let f =
+        std::fs::File::open(path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+    Ok(DataLines {
+        path,
+        reader: std::io::BufReader::new(f),
+        line: 0,
+        buf: Vec::new(),
+        done: false,
+    })
+}
+
+/// Stream `x y z r` lines, calling `f(centre, radius)` in file order; returns the count, at
+/// most `max`. `#` starts a comment. Memory O(1) whatever the file size (distributed set-up:
+/// every rank streams the file and keeps its own spheres).
+pub fn read_text(
+    path: &Path,
+    max: u64,
+    tick: &mut Ticker,
+    f: &mut dyn FnMut(V3, f64),
+) -> Result<u64> {
     let mut n = 0u64;
     for item in stream_lines(path)? {
         let (ln, raw) = item?;
+        tick.tick()?;
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
@@ -316,6 +549,9 @@ pub fn read_text(path: &Path, f: &mut dyn FnMut(V3, f64)) -> Result<u64> {
                 format!("radius must be positive and values finite, got {line}"),
             ));
         }
+        if n == max {
+            return Err(data_err(path, ln, too_many_spheres()));
+        }
         f(V3::new(v[0], v[1], v[2]), v[3]);
         n += 1;
     }
@@ -323,6 +559,13 @@ pub fn read_text(path: &Path, f: &mut dyn FnMut(V3, f64)) -> Result<u64> {
         return Err(data_err(path, 1, "no spheres in file"));
     }
     Ok(n)
+}
+
+fn too_many_spheres() -> String {
+    format!(
+        "too many spheres (at most {} per scene)",
+        super::MAX_SPHERES
+    )
 }
 
 /// One bit per atom id: repeated ids are found without holding the atoms (N/8 bytes).
@@ -338,21 +581,41 @@ impl Seen {
     }
 }
 
+/// Shortest line of the `Atoms` section (`1 1 1 1 0 0 0` and a newline): a header claiming
+/// more atoms than the file could hold is refused before anything is sized from it.
+const MIN_ATOM_LINE: u64 = 14;
+
 /// Read a LAMMPS `atom_style sphere` data file, streaming it; particle gid = `offset + id − 1`.
 /// `mats` maps atom type − 1 to a material index. Every atom is shown to `visit` (in file
 /// order; it may move the particle, e.g. wrap it), and those it accepts are returned sorted by
-/// gid with the `Velocities` section applied. Returns (atom count, kept atoms).
+/// gid with the `Velocities` section applied. At most `max` atoms. Returns (atom count, kept
+/// atoms).
 pub fn read_lammps(
     path: &Path,
     spec: &LammpsDataSpec,
     mats: &[u16],
-    offset: u64,
+    (offset, max): (u64, u64),
+    tick: &mut Ticker,
     visit: &mut dyn FnMut(&mut Particle) -> bool,
 ) -> Result<(u64, Vec<Particle>)> {
     let mut lines = stream_lines(path)?;
-    let n = lammps_header(path, &mut lines)?;
+    let n = lammps_header(path, &mut lines, max)?;
     let mut out = Vec::new();
     let mut seen = Seen(vec![0; n.div_ceil(64)]);
+    let mut fixed = vec![false; spec.materials.len() + 1];
+    for &t in &spec.fixed_types {
+        if let Some(f) = fixed.get_mut(t as usize) {
+            *f = true;
+        }
+    }
+    let atoms = Atoms {
+        path,
+        spec,
+        mats,
+        offset,
+        n,
+        fixed: &fixed,
+    };
     let (mut read, mut last) = (0usize, 0usize);
     while read < n {
         let Some(item) = lines.next() else {
@@ -363,27 +626,27 @@ pub fn read_lammps(
             ));
         };
         let (k, raw) = item?;
+        tick.tick()?;
         last = k;
         let l = raw.split('#').next().unwrap_or("").trim();
         if l.is_empty() {
             continue;
         }
-        let mut p = lammps_atom(path, k, l, spec, mats, offset, n, &mut seen)?;
+        let mut p = atoms.parse(k, l, &mut seen)?;
         read += 1;
         if visit(&mut p) {
             out.push(p);
         }
     }
     out.sort_by_key(|p| p.gid);
-    read_lammps_velocities(path, lines, &mut out, offset, n)?;
+    read_lammps_velocities(path, lines, &mut out, offset, n, tick)?;
     Ok((n as u64, out))
 }
 
-/// Header up to and including the `Atoms` line: the atom count.
-fn lammps_header(
-    path: &Path,
-    lines: &mut impl Iterator<Item = Result<(usize, String)>>,
-) -> Result<usize> {
+/// Header up to and including the `Atoms` line: the atom count, at most `max` and at most
+/// what the file's size can hold. Box bounds (`xlo xhi` lines) must be finite.
+fn lammps_header(path: &Path, lines: &mut DataLines, max: u64) -> Result<usize> {
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(u64::MAX);
     let mut n_atoms: Option<usize> = None;
     let mut last = 0;
     for item in lines.by_ref() {
@@ -395,6 +658,15 @@ fn lammps_header(
         let l = raw.split('#').next().unwrap_or("").trim();
         if l.ends_with("atoms") {
             n_atoms = l.split_whitespace().next().and_then(|t| t.parse().ok());
+            if let Some(n) = n_atoms {
+                atom_count_fits(path, k, n as u64, max, size)?;
+            }
+        }
+        if ["xlo xhi", "ylo yhi", "zlo zhi"]
+            .iter()
+            .any(|e| l.ends_with(e))
+        {
+            box_bounds(path, k, l)?;
         }
         if l == "Atoms" || raw.trim_start().starts_with("Atoms") {
             return n_atoms.ok_or_else(|| data_err(path, 1, "no `N atoms` line in the header"));
@@ -404,53 +676,113 @@ fn lammps_header(
     Err(data_err(path, last, "no `Atoms` section"))
 }
 
-/// One line `id type diameter density x y z ...` of the `Atoms` section (line number `k`).
-#[allow(clippy::too_many_arguments)]
-fn lammps_atom(
-    path: &Path,
-    k: usize,
-    l: &str,
-    spec: &LammpsDataSpec,
-    mats: &[u16],
+/// The header's atom count (line `k`) is at most `max` and fits in a file of `size` bytes.
+fn atom_count_fits(path: &Path, k: usize, n: u64, max: u64, size: u64) -> Result<()> {
+    if n > max {
+        return Err(data_err(
+            path,
+            k,
+            format!("{n} atoms: {}", too_many_spheres()),
+        ));
+    }
+    if n > size / MIN_ATOM_LINE {
+        return Err(data_err(
+            path,
+            k,
+            format!(
+                "{n} atoms: a file of {size} bytes holds at most {} atom lines",
+                size / MIN_ATOM_LINE
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A `lo hi xlo xhi` line: two finite numbers.
+fn box_bounds(path: &Path, k: usize, l: &str) -> Result<()> {
+    let v: Vec<f64> = l
+        .split_whitespace()
+        .take(2)
+        .map(|t| t.parse::<f64>().unwrap_or(f64::NAN))
+        .collect();
+    if v.len() != 2 || v.iter().any(|x| !x.is_finite()) {
+        return Err(data_err(
+            path,
+            k,
+            format!("box bounds must be two finite numbers, got `{l}`"),
+        ));
+    }
+    Ok(())
+}
+
+/// What parsing an `Atoms` line needs.
+struct Atoms<'a> {
+    path: &'a Path,
+    spec: &'a LammpsDataSpec,
+    mats: &'a [u16],
     offset: u64,
+    /// The header's atom count.
     n: usize,
-    seen: &mut Seen,
-) -> Result<Particle> {
-    let t: Vec<&str> = l.split_whitespace().collect();
-    let bad = |msg: String| data_err(path, k, msg);
-    if t.len() < 7 {
-        return Err(bad(format!(
-            "expected `id type diameter density x y z`, found `{l}`"
-        )));
+    /// Frozen atom types (indexed by type).
+    fixed: &'a [bool],
+}
+
+impl Atoms<'_> {
+    /// One line `id type diameter density x y z ...` of the `Atoms` section (line number `k`).
+    fn parse(&self, k: usize, l: &str, seen: &mut Seen) -> Result<Particle> {
+        let path = self.path;
+        let n = self.n;
+        let mut t = [""; 7];
+        let mut cols = 0;
+        for (slot, tok) in t.iter_mut().zip(l.split_whitespace()) {
+            *slot = tok;
+            cols += 1;
+        }
+        let bad = |msg: String| data_err(path, k, msg);
+        if cols < 7 {
+            return Err(bad(format!(
+                "expected `id type diameter density x y z`, found `{l}`"
+            )));
+        }
+        let num = |s: &str| match s.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            Ok(v) => Err(bad(format!("`{s}`: values must be finite, got {v}"))),
+            Err(e) => Err(bad(format!("`{s}`: {e}"))),
+        };
+        let id: usize = t[0]
+            .parse()
+            .map_err(|e| bad(format!("atom id `{}`: {e}", t[0])))?;
+        let ty: usize = t[1]
+            .parse()
+            .map_err(|e| bad(format!("atom type `{}`: {e}", t[1])))?;
+        if id == 0 || id > n || !seen.mark(id - 1) {
+            return Err(bad(format!("atom id {id} out of 1..{n} or repeated")));
+        }
+        if ty == 0 || ty > self.spec.materials.len() {
+            return Err(bad(format!(
+                "atom type {ty} has no material (scene lists {})",
+                self.spec.materials.len()
+            )));
+        }
+        let (d, rho) = (num(t[2])?, num(t[3])?);
+        if !(d > 0.0 && rho > 0.0) {
+            return Err(bad(format!(
+                "diameter and density must be positive, got {d} and {rho}"
+            )));
+        }
+        let x = V3::new(num(t[4])?, num(t[5])?, num(t[6])?);
+        let mut p = Particle::sphere(
+            self.offset + id as u64 - 1,
+            x,
+            0.5 * d,
+            rho,
+            self.mats[ty - 1],
+        );
+        if self.fixed[ty] {
+            p.blocked = BLOCK_ALL;
+        }
+        Ok(p)
     }
-    let num = |s: &str| s.parse::<f64>().map_err(|e| bad(format!("`{s}`: {e}")));
-    let id: usize = t[0]
-        .parse()
-        .map_err(|e| bad(format!("atom id `{}`: {e}", t[0])))?;
-    let ty: usize = t[1]
-        .parse()
-        .map_err(|e| bad(format!("atom type `{}`: {e}", t[1])))?;
-    if id == 0 || id > n || !seen.mark(id - 1) {
-        return Err(bad(format!("atom id {id} out of 1..{n} or repeated")));
-    }
-    if ty == 0 || ty > spec.materials.len() {
-        return Err(bad(format!(
-            "atom type {ty} has no material (scene lists {})",
-            spec.materials.len()
-        )));
-    }
-    let (d, rho) = (num(t[2])?, num(t[3])?);
-    if !(d > 0.0 && rho > 0.0) {
-        return Err(bad(format!(
-            "diameter and density must be positive, got {d} and {rho}"
-        )));
-    }
-    let x = V3::new(num(t[4])?, num(t[5])?, num(t[6])?);
-    let mut p = Particle::sphere(offset + id as u64 - 1, x, 0.5 * d, rho, mats[ty - 1]);
-    if spec.fixed_types.contains(&(ty as u32)) {
-        p.blocked = BLOCK_ALL;
-    }
-    Ok(p)
 }
 
 /// The optional `Velocities` section (`id vx vy vz wx wy wz` for atom_style sphere), read from
@@ -458,15 +790,17 @@ fn lammps_atom(
 /// others' lines only checked.
 fn read_lammps_velocities(
     path: &Path,
-    mut lines: impl Iterator<Item = Result<(usize, String)>>,
+    mut lines: DataLines,
     out: &mut [Particle],
     offset: u64,
     n: usize,
+    tick: &mut Ticker,
 ) -> Result<()> {
     loop {
         match lines.next() {
             None => return Ok(()),
             Some(item) => {
+                tick.tick()?;
                 if item?.1.trim_start().starts_with("Velocities") {
                     break;
                 }
@@ -476,6 +810,7 @@ fn read_lammps_velocities(
     let mut seen = 0;
     for item in lines {
         let (k, raw) = item?;
+        tick.tick()?;
         let l = raw.split('#').next().unwrap_or("").trim();
         if l.is_empty() {
             if seen > 0 {
@@ -487,13 +822,17 @@ fn read_lammps_velocities(
             break; // next section
         }
         let bad = |msg: String| data_err(path, k, msg);
-        let t: Vec<&str> = l.split_whitespace().collect();
+        let t: Vec<&str> = l.split_whitespace().take(7).collect();
         if t.len() < 7 {
             return Err(bad(format!("expected `id vx vy vz wx wy wz`, found `{l}`")));
         }
         let v: Vec<f64> = t[1..7]
             .iter()
-            .map(|s| s.parse::<f64>().map_err(|e| bad(format!("`{s}`: {e}"))))
+            .map(|s| match s.parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(v),
+                Ok(v) => Err(bad(format!("`{s}`: velocities must be finite, got {v}"))),
+                Err(e) => Err(bad(format!("`{s}`: {e}"))),
+            })
             .collect::<Result<_>>()?;
         let id: usize = t[0]
             .parse()
@@ -558,7 +897,7 @@ mod tests {
             polydispersity: 0.2,
             seed: 7,
         };
-        let v = random_fill(&s).unwrap();
+        let v = random_fill(&s, &|m| Error::Input(m), &mut Ticker::new("t", None)).unwrap();
         assert_eq!(v.len(), 300);
         for a in 0..v.len() {
             for b in a + 1..v.len() {

@@ -5,10 +5,30 @@
 
 use std::collections::BTreeMap;
 
+/// Deepest nesting of brackets the scanner (and ron's parser, given the same limit) follows:
+/// both descend recursively, and a document of 100 000 `[` would overflow the stack. Scene
+/// files nest about 5 deep.
+pub const MAX_DEPTH: usize = 128;
+
+/// Most paths recorded: a document of millions of list elements would otherwise cost ~100
+/// bytes of map per element (a 16 MiB scene: over 1 GB). Later elements are located by their
+/// closest recorded ancestor.
+const MAX_PATHS: usize = 1 << 18;
+
+type Pos = (usize, usize);
+
 /// Positions (1-based line, column) of every field and list element, by path.
 #[derive(Debug, Default)]
 pub struct Locations {
-    map: BTreeMap<String, (usize, usize)>,
+    map: BTreeMap<String, Pos>,
+    /// Where each recorded value ends (just after its last character).
+    ends: BTreeMap<String, Pos>,
+    /// Second occurrences of a field in one struct: path → position of the repeat.
+    dups: BTreeMap<String, Pos>,
+    /// The bracket that exceeds [`MAX_DEPTH`], if any (the scan stops there).
+    pub too_deep: Option<Pos>,
+    /// The opening `/*` of a block comment that never closes, if any.
+    pub unclosed_comment: Option<Pos>,
 }
 
 impl Locations {
@@ -18,10 +38,45 @@ impl Locations {
             i: 0,
             line: 1,
             col: 1,
+            depth: 0,
             out: Locations::default(),
         };
         s.value("");
         s.out
+    }
+
+    /// The innermost recorded value whose text spans (line, col), its end excluded: the
+    /// struct a missing field belongs to (ron reports it at the struct's closing bracket, which
+    /// is past the end of its last field's value).
+    pub fn enclosing(&self, line: usize, col: usize) -> Option<&str> {
+        let pos = (line, col);
+        self.map
+            .iter()
+            .filter(|(k, &start)| start <= pos && self.ends.get(*k).is_some_and(|&e| pos < e))
+            .max_by(|a, b| a.1.cmp(b.1).then(a.0.len().cmp(&b.0.len())))
+            .map(|(k, _)| k.as_str())
+    }
+
+    /// The repeated field `field` of the struct at `outer` (or any struct, when `outer` has
+    /// none), at or before (line, col): its path and position.
+    pub fn duplicate(
+        &self,
+        outer: Option<&str>,
+        field: &str,
+        line: usize,
+        col: usize,
+    ) -> Option<(&str, Pos)> {
+        self.dups
+            .iter()
+            .filter(|(k, &p)| {
+                p <= (line, col)
+                    && match outer {
+                        Some(o) if !o.is_empty() => k.as_str() == format!("{o}.{field}"),
+                        _ => k.as_str() == field || k.ends_with(&format!(".{field}")),
+                    }
+            })
+            .max_by_key(|(_, &p)| p)
+            .map(|(k, &p)| (k.as_str(), p))
     }
 
     /// The deepest path recorded at or before (line, col): the field a parse error is in.
@@ -54,6 +109,8 @@ struct Scanner {
     i: usize,
     line: usize,
     col: usize,
+    /// Brackets open around the current position.
+    depth: usize,
     out: Locations,
 }
 
@@ -86,21 +143,39 @@ impl Scanner {
                         self.bump();
                     }
                 }
-                (Some('/'), Some('*')) => {
-                    self.bump();
-                    self.bump();
-                    while !(self.peek().is_none()
-                        || (self.peek() == Some('*') && self.peek2() == Some('/')))
-                    {
-                        self.bump();
-                    }
-                    self.bump();
-                    self.bump();
-                }
+                (Some('/'), Some('*')) => self.block_comment(),
                 _ => return,
             }
         }
     }
+    /// A block comment; they nest, as in ron (`/* a /* b */ c */`).
+    fn block_comment(&mut self) {
+        let open = (self.line, self.col);
+        let mut nest = 0usize;
+        loop {
+            match (self.peek(), self.peek2()) {
+                (None, _) => {
+                    self.out.unclosed_comment.get_or_insert(open);
+                    return;
+                }
+                (Some('/'), Some('*')) => {
+                    nest += 1;
+                    self.bump();
+                }
+                (Some('*'), Some('/')) => {
+                    nest -= 1;
+                    self.bump();
+                    if nest == 0 {
+                        self.bump();
+                        return;
+                    }
+                }
+                _ => {}
+            }
+            self.bump();
+        }
+    }
+
     fn ident(&mut self) -> String {
         let mut s = String::new();
         while let Some(c) = self.peek() {
@@ -113,14 +188,37 @@ impl Scanner {
         }
         s
     }
-    fn record(&mut self, path: &str, pos: (usize, usize)) {
-        self.out.map.entry(path.to_string()).or_insert(pos);
+    fn record(&mut self, path: &str, pos: Pos) {
+        if self.out.map.len() < MAX_PATHS {
+            self.out.map.entry(path.to_string()).or_insert(pos);
+        }
+    }
+
+    /// Open a bracket: false (and the scan ends here) beyond [`MAX_DEPTH`].
+    fn enter(&mut self) -> bool {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            self.out.too_deep.get_or_insert((self.line, self.col));
+            self.i = self.c.len(); // every loop of the scan ends at the end of the text
+            return false;
+        }
+        true
     }
 
     fn value(&mut self, path: &str) {
         self.skip_ws();
         let pos = (self.line, self.col);
         self.record(path, pos);
+        self.value_body(path);
+        if self.out.ends.len() < MAX_PATHS && self.out.map.contains_key(path) {
+            self.out
+                .ends
+                .entry(path.to_string())
+                .or_insert((self.line, self.col));
+        }
+    }
+
+    fn value_body(&mut self, path: &str) {
         match self.peek() {
             Some('(') => self.paren(path),
             Some('[') => self.list(path, ']'),
@@ -212,6 +310,14 @@ impl Scanner {
     }
 
     fn paren(&mut self, path: &str) {
+        if !self.enter() {
+            return;
+        }
+        self.paren_body(path);
+        self.depth -= 1;
+    }
+
+    fn paren_body(&mut self, path: &str) {
         self.bump();
         let mut idx = 0;
         loop {
@@ -232,6 +338,9 @@ impl Scanner {
                 } else {
                     format!("{path}.{name}")
                 };
+                if self.out.map.contains_key(&sub) && self.out.dups.len() < MAX_PATHS {
+                    self.out.dups.entry(sub.clone()).or_insert(pos);
+                }
                 self.record(&sub, pos);
                 self.skip_ws();
                 self.bump(); // ':'
@@ -252,6 +361,14 @@ impl Scanner {
     }
 
     fn list(&mut self, path: &str, close: char) {
+        if !self.enter() {
+            return;
+        }
+        self.list_body(path, close);
+        self.depth -= 1;
+    }
+
+    fn list_body(&mut self, path: &str, close: char) {
         self.bump();
         let mut idx = 0;
         loop {
@@ -297,5 +414,34 @@ mod tests {
         assert_eq!(l.find("gravity"), (9, 3));
         assert_eq!(l.find("materials[1].nonexistent"), (5, 5));
         assert_eq!(l.find("zzz"), (1, 1));
+    }
+
+    /// Nesting beyond MAX_DEPTH stops the scan at the bracket that exceeds it (no recursion
+    /// without limit: 100 000 brackets overflowed the stack).
+    #[test]
+    fn depth_is_limited() {
+        let t = format!("S(a: {}", "[".repeat(100_000));
+        let l = Locations::scan(&t);
+        // `(` is level 1, the k-th `[` (column 5 + k) level k + 1
+        assert_eq!(l.too_deep, Some((1, 5 + MAX_DEPTH)));
+        let ok = format!("{}{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
+        assert_eq!(Locations::scan(&ok).too_deep, None);
+    }
+
+    #[test]
+    fn comments_nest_and_unclosed_ones_are_found() {
+        let l = Locations::scan("S(\n a: 1, /* x /* y */ z */ b: 2,\n  /* open\n c: 3)");
+        assert_eq!(l.find("b"), (2, 26));
+        assert_eq!(l.unclosed_comment, Some((3, 3)));
+    }
+
+    /// The struct around a position (a missing field's), and a repeated field.
+    #[test]
+    fn enclosing_struct_and_duplicates() {
+        let t = "S(\n w: [W(p: (1, 2), n: (0, 0, 1))],\n k: 1,\n k: 2)";
+        let l = Locations::scan(t);
+        // the closing bracket of W(...) (line 2, col 31): inside w[0], past its field n
+        assert_eq!(l.enclosing(2, 31), Some("w[0]"));
+        assert_eq!(l.duplicate(Some(""), "k", 4, 7), Some(("k", (4, 2))));
     }
 }

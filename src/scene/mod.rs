@@ -13,6 +13,7 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::material::{CpmNamed, FrictMat, Material};
 use crate::particles::{Particle, Particles};
+use crate::signals::SetupWatch;
 use crate::V3;
 use locate::Locations;
 use schema::*;
@@ -108,10 +109,16 @@ impl Ctx<'_> {
     fn data_path(&self, path: &str, rel: &str) -> Result<PathBuf> {
         let base = self.file.parent().unwrap_or(Path::new("."));
         let p = base.join(rel);
-        if p.is_file() {
-            Ok(p)
-        } else {
-            Err(self.err(path, format!("file `{}` not found", p.display())))
+        match std::fs::metadata(&p) {
+            Ok(m) if m.is_file() => Ok(p),
+            Ok(_) => Err(self.err(
+                path,
+                format!(
+                    "`{}` is not a regular file (a directory, FIFO, socket or device)",
+                    p.display()
+                ),
+            )),
+            Err(_) => Err(self.err(path, format!("file `{}` not found", p.display()))),
         }
     }
 }
@@ -132,33 +139,148 @@ fn parse_blocked(s: &str) -> std::result::Result<u8, String> {
     Ok(b)
 }
 
+/// Largest scene file read (it is read whole, and scanned into a few times its size): scenes
+/// are a few kB; sphere lists belong in data files, which are streamed.
+pub const MAX_SCENE_BYTES: u64 = 16 << 20;
+
+/// An error at the start of `file` (what is wrong is the file as a whole).
+fn file_err(file: &Path, msg: impl std::fmt::Display) -> Error {
+    Error::Scene {
+        file: file.display().to_string(),
+        line: 1,
+        col: 1,
+        msg: msg.to_string(),
+    }
+}
+
+/// Refuse anything but a regular file before opening it: opening a FIFO blocks until a
+/// writer comes, reading a device may never end.
+pub(crate) fn regular_file(path: &Path) -> Result<std::fs::Metadata> {
+    let meta = std::fs::metadata(path)
+        .map_err(|e| Error::Input(format!("{}: cannot read: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(file_err(
+            path,
+            "not a regular file (a directory, FIFO, socket or device): refusing to read it",
+        ));
+    }
+    Ok(meta)
+}
+
+/// Line and column (1-based, in characters) just after `text`.
+pub(crate) fn end_position(text: &str) -> (usize, usize) {
+    let line = 1 + text.bytes().filter(|&b| b == b'\n').count();
+    let last = text.rfind('\n').map_or(text, |k| &text[k + 1..]);
+    (line, 1 + last.chars().count())
+}
+
+/// The text of a scene file: UTF-8, without a leading byte-order mark; an invalid byte is
+/// reported at its line and column.
+fn decode(bytes: &[u8], file: &Path) -> Result<String> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    match std::str::from_utf8(bytes) {
+        Ok(t) => Ok(t.to_string()),
+        Err(e) => {
+            let ok = &bytes[..e.valid_up_to()];
+            // the prefix is valid UTF-8 by definition of `valid_up_to`
+            let (line, col) = end_position(std::str::from_utf8(ok).unwrap_or(""));
+            Err(Error::Scene {
+                file: file.display().to_string(),
+                line,
+                col,
+                msg: format!(
+                    "invalid UTF-8 (byte 0x{:02x}): scene files are UTF-8 text",
+                    bytes[e.valid_up_to()]
+                ),
+            })
+        }
+    }
+}
+
 impl Scene {
     /// Read and validate a scene file.
     pub fn load(path: &Path) -> Result<Scene> {
-        let text = std::fs::read_to_string(path)
+        use std::io::Read;
+        let meta = regular_file(path)?;
+        if meta.len() > MAX_SCENE_BYTES {
+            return Err(file_err(path, too_big(meta.len())));
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SCENE_BYTES + 1).read_to_end(&mut bytes))
             .map_err(|e| Error::Input(format!("{}: cannot read scene: {e}", path.display())))?;
+        let text = decode(&bytes, path)?;
         Scene::parse(&text, path)
     }
 
     /// Validate scene text; `file` names it in errors and anchors relative data paths.
     pub fn parse(text: &str, file: &Path) -> Result<Scene> {
-        let opts = ron_options();
+        if text.len() as u64 > MAX_SCENE_BYTES {
+            return Err(file_err(file, too_big(text.len() as u64)));
+        }
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let locs = Locations::scan(text);
-        let sf: SceneFile = opts.from_str(text).map_err(|e| {
-            let (line, col) = (e.position.line, e.position.col);
-            let msg = match locs.path_at(line, col) {
-                Some(p) => format!("{p}: {}", e.code),
-                None => e.code.to_string(),
-            };
-            Error::Scene {
-                file: file.display().to_string(),
-                line,
-                col,
-                msg,
-            }
-        })?;
+        let at = |(line, col): (usize, usize), msg: String| Error::Scene {
+            file: file.display().to_string(),
+            line,
+            col,
+            msg,
+        };
+        if let Some(pos) = locs.too_deep {
+            let msg = format!("brackets nested more than {} deep", locate::MAX_DEPTH);
+            return Err(at(pos, msg));
+        }
+        let sf: SceneFile = ron_options()
+            .from_str(text)
+            .map_err(|e| syntax_error(&locs, e, &at))?;
         let ctx = Ctx { file, locs };
         build(&ctx, sf, text)
+    }
+}
+
+fn too_big(len: u64) -> String {
+    format!(
+        "scene file of {len} bytes: larger than the {MAX_SCENE_BYTES} bytes a scene may have \
+         (put long sphere lists in a TextFile or LammpsData file)"
+    )
+}
+
+/// A parse error of ron, placed and named: a missing field is named with its struct (ron
+/// reports it at the struct's end), a repeated field at the repeat, an unclosed comment at
+/// its opening.
+fn syntax_error(
+    locs: &Locations,
+    e: ron::error::SpannedError,
+    at: &dyn Fn((usize, usize), String) -> Error,
+) -> Error {
+    use ron::error::Error as E;
+    let pos = (e.position.line, e.position.col);
+    if let Some(open) = locs.unclosed_comment {
+        return at(open, "block comment `/*` is never closed".into());
+    }
+    match &e.code {
+        E::MissingStructField { field, .. } => {
+            let outer = locs.enclosing(pos.0, pos.1).unwrap_or("");
+            let msg = match outer {
+                "" => format!("Scene: missing field `{field}`"),
+                o => format!("{o}: missing field `{field}`"),
+            };
+            at(locs.find(outer), msg)
+        }
+        E::DuplicateStructField { field, .. } => {
+            let outer = locs.enclosing(pos.0, pos.1);
+            match locs.duplicate(outer, field, pos.0, pos.1) {
+                Some((path, p)) => at(p, format!("{path}: field given twice")),
+                None => at(pos, format!("field `{field}` given twice")),
+            }
+        }
+        code => {
+            let msg = match locs.path_at(pos.0, pos.1) {
+                Some(p) => format!("{p}: {code}"),
+                None => code.to_string(),
+            };
+            at(pos, msg)
+        }
     }
 }
 
@@ -178,32 +300,12 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
     if !(0.0..1.0).contains(&sf.damping) {
         return Err(ctx.err("damping", format!("must be in [0, 1), got {}", sf.damping)));
     }
-    let dt = match sf.dt {
-        TimeStepSpec::Fixed(dt) => ctx.positive("dt", dt)?,
-        TimeStepSpec::PWave(s) => {
-            if !(s > 0.0 && s <= 1.0) {
-                return Err(ctx.err(
-                    "dt",
-                    format!("p-wave safety factor must be in (0, 1], got {s}"),
-                ));
-            }
-            s * base.pwave
-        }
-    };
+    let dt = time_step(ctx, &sf.dt, base.pwave)?;
     let skin = match sf.skin {
-        Some(s) => ctx.positive("skin", s)?,
+        Some(s) => check_skin(ctx, ctx.positive("skin", s)?, base.rmax)?,
         None => 0.2 * base.mean_radius(),
     };
-    let steps = match sf.run {
-        RunSpec::Steps(n) if n > 0 => n,
-        RunSpec::Time(t) if t > 0.0 && t.is_finite() => (t / dt).ceil() as u64,
-        _ => {
-            return Err(ctx.err(
-                "run",
-                "must be a positive number of steps or a positive time",
-            ))
-        }
-    };
+    let steps = run_steps(ctx, &sf.run, dt)?;
     let explicit = given_domain.is_some();
     let mut domain = given_domain.unwrap_or_else(|| default_domain(&base, &walls));
     if let Some(b) = bad {
@@ -211,8 +313,15 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
     }
     let tile = domain.size();
     let summary = replicate(ctx, sf.replicate, explicit, &mut domain, &mut walls, &base)?;
+    check_extent(ctx, &domain, &summary, explicit)?;
+    // CPM: the halo reaches (R_I − 1)·2 r_max further (as the simulation's, sim.rs)
+    let reach_extra = match (&sf.cpm, materials.iter().any(|m| m.cpm().is_some())) {
+        (_, false) => 0.0,
+        (c, true) => (c.clone().unwrap_or_default().interaction_radius - 1.0).max(0.0),
+    } * 2.0
+        * summary.rmax;
     domain
-        .check_halo(2.0 * summary.rmax + skin)
+        .check_halo(2.0 * summary.rmax + skin + reach_extra)
         .map_err(|e| ctx.err("domain", e))?;
     if sf.output.progress_s < 0.0 || sf.output.progress_s.is_nan() {
         return Err(ctx.err("output.progress_s", "must be ≥ 0"));
@@ -257,15 +366,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
             return Err(ctx.err("strainer.stop_fraction", "must be in [0, 1)"));
         }
     }
-    let name = sf.name.clone().unwrap_or_else(|| {
-        ctx.file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "scene".into())
-    });
-    if name.is_empty() || name.contains(['/', '\\']) {
-        return Err(ctx.err("name", "must be a non-empty file name without slashes"));
-    }
+    let name = scene_name(ctx, &sf.name)?;
     Ok(Scene {
         name,
         file: ctx.file.to_path_buf(),
@@ -306,6 +407,176 @@ fn check_checkpoint(ctx: &Ctx, c: &CheckpointSpec) -> Result<()> {
     Ok(())
 }
 
+/// Fixed Δt below this fraction of the p-wave critical step is refused: surely a unit mistake
+/// (a run of a million times more steps than needed).
+const MIN_DT_FRACTION: f64 = 1e-6;
+
+/// Most steps a run may have: 10¹² steps at 1 µs each (a tiny scene) are 11 days. A run
+/// length from `Time(t)` beyond it comes from a Δt in the wrong unit or a `t` of 1e300; the
+/// step counter would saturate.
+pub const MAX_STEPS: u64 = 1_000_000_000_000;
+
+/// Largest skin, in largest radii. Every pair closer than the skin is a candidate, so the
+/// candidate list grows with skin³ (skin 1e10 m: all pairs, gigabytes); a skin of a few
+/// tenths of a radius is usual (Verlet lists, thesis §2.1.3.2).
+const MAX_SKIN_RADII: f64 = 10.0;
+
+/// Largest extent of the domain, in smallest radii: the cell grids are sized from it, and
+/// beyond it a domain is a typo (an infinite or absurd box).
+pub const MAX_EXTENT_RADII: f64 = 1e9;
+
+/// The time step: `Fixed` within sane bounds of the p-wave critical step Δt_cr = min r
+/// sqrt(ρ/E) (thesis §2.5.6 eq. 2.85–2.86), or a fraction of it.
+fn time_step(ctx: &Ctx, spec: &TimeStepSpec, pwave: f64) -> Result<f64> {
+    match *spec {
+        TimeStepSpec::Fixed(dt) => {
+            let dt = ctx.positive("dt", dt)?;
+            if dt < MIN_DT_FRACTION * pwave {
+                return Err(ctx.err(
+                    "dt",
+                    format!(
+                        "{dt:e} s is less than {MIN_DT_FRACTION:e} × the p-wave critical step \
+                         {pwave:e} s: a unit mistake?"
+                    ),
+                ));
+            }
+            if dt > pwave {
+                log::warn!(
+                    "{}: dt {dt:e} s exceeds the p-wave critical step {pwave:e} s: the run \
+                     may blow up (use PWave(safety) or a smaller step)",
+                    ctx.file.display()
+                );
+            }
+            Ok(dt)
+        }
+        TimeStepSpec::PWave(s) => {
+            if !(s > 0.0 && s <= 1.0) {
+                return Err(ctx.err(
+                    "dt",
+                    format!("p-wave safety factor must be in (0, 1], got {s}"),
+                ));
+            }
+            let dt = s * pwave;
+            if !dt.is_normal() {
+                return Err(ctx.err(
+                    "dt",
+                    format!(
+                        "the p-wave step {s} × min r sqrt(ρ/E) = {dt:e} s is not a positive \
+                         normal number: check radii, densities and Young's moduli"
+                    ),
+                ));
+            }
+            Ok(dt)
+        }
+    }
+}
+
+fn check_skin(ctx: &Ctx, skin: f64, rmax: f64) -> Result<f64> {
+    if skin > MAX_SKIN_RADII * rmax {
+        return Err(ctx.err(
+            "skin",
+            format!(
+                "{skin:e} m is more than {MAX_SKIN_RADII} × the largest radius {rmax:e} m: \
+                 the candidate pairs grow with skin³"
+            ),
+        ));
+    }
+    Ok(skin)
+}
+
+/// The step at which the run stops, at most [`MAX_STEPS`].
+fn run_steps(ctx: &Ctx, run: &RunSpec, dt: f64) -> Result<u64> {
+    let steps = match *run {
+        RunSpec::Steps(n) if n > 0 => n as f64,
+        RunSpec::Time(t) if t > 0.0 && t.is_finite() => (t / dt).ceil(),
+        _ => {
+            return Err(ctx.err(
+                "run",
+                "must be a positive number of steps or a positive time",
+            ))
+        }
+    };
+    if steps > MAX_STEPS as f64 {
+        return Err(ctx.err(
+            "run",
+            format!("{steps:e} steps of {dt:e} s: more than the {MAX_STEPS:e} a run may have"),
+        ));
+    }
+    Ok(steps as u64)
+}
+
+/// The domain must be finite and at most [`MAX_EXTENT_RADII`] smallest radii wide; no sphere
+/// may be larger than it.
+fn check_extent(ctx: &Ctx, d: &Domain, s: &Summary, explicit: bool) -> Result<()> {
+    let path = if explicit { "domain" } else { "spheres" };
+    let what = if explicit {
+        "the domain"
+    } else {
+        "the default domain (the spheres' and walls' bounding box, enlarged)"
+    };
+    let size = d.size();
+    for a in 0..3 {
+        let ax = ["x", "y", "z"][a];
+        if !(size[a].is_finite() && size[a] / s.rmin <= MAX_EXTENT_RADII) {
+            return Err(ctx.err(
+                path,
+                format!(
+                    "{what} spans {:e} m along {ax}: more than {MAX_EXTENT_RADII:e} × the \
+                     smallest radius {:e} m",
+                    size[a], s.rmin
+                ),
+            ));
+        }
+        if 2.0 * s.rmax > size[a] {
+            return Err(ctx.err(
+                "spheres",
+                format!(
+                    "a sphere of radius {:e} m is larger than {what} ({:e} m along {ax})",
+                    s.rmax, size[a]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The scene's name names the output directory: a plain file name.
+fn scene_name(ctx: &Ctx, given: &Option<String>) -> Result<String> {
+    let name = given.clone().unwrap_or_else(|| {
+        ctx.file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scene".into())
+    });
+    let bad = if name.is_empty() {
+        Some("must not be empty")
+    } else if name == "." || name == ".." {
+        Some("must not be `.` or `..`")
+    } else if name.contains(['/', '\\']) {
+        Some("must not contain `/` or `\\`")
+    } else if name.chars().any(char::is_control) {
+        Some("must not contain control characters")
+    } else if name.len() > 255 {
+        Some("must be at most 255 bytes long")
+    } else {
+        None
+    };
+    match (bad, given) {
+        (None, _) => Ok(name),
+        (Some(why), Some(_)) => Err(ctx.err(
+            "name",
+            format!("{why}: the name is the output directory's (a plain file name)"),
+        )),
+        (Some(why), None) => Err(ctx.err(
+            "name",
+            format!(
+                "the scene's name (the file name `{}`) {why}: give `name: \"...\"`",
+                name.escape_debug()
+            ),
+        )),
+    }
+}
+
 /// The top-level fields in which two scenes differ, apart from those a restart may change
 /// (name, run length, outputs, checkpoints): empty = compatible for a restart.
 pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static str> {
@@ -334,15 +605,32 @@ pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static 
 }
 
 fn ron_options() -> ron::Options {
-    ron::Options::default().with_default_extension(
-        ron::extensions::Extensions::IMPLICIT_SOME
-            | ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES,
-    )
+    // ron's parser recurses per bracket too: the same limit as the scanner (which refuses
+    // deeper documents first), explicit rather than ron's default.
+    ron::Options::default()
+        .with_recursion_limit(locate::MAX_DEPTH)
+        .with_default_extension(
+            ron::extensions::Extensions::IMPLICIT_SOME
+                | ron::extensions::Extensions::UNWRAP_VARIANT_NEWTYPES,
+        )
 }
+
+/// Most materials (and LAMMPS atom types) a scene may list: the contact parameters of every
+/// pair of materials are tabulated (`MixTable`, n² entries), and names are compared pairwise.
+pub const MAX_MATERIALS: usize = 256;
+
+/// Most walls: every sphere is tested against every wall, and walls against each other.
+pub const MAX_WALLS: usize = 256;
 
 fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
     if specs.is_empty() {
         return Err(ctx.err("materials", "at least one material is needed"));
+    }
+    if specs.len() > MAX_MATERIALS {
+        return Err(ctx.err(
+            "materials",
+            format!("{} materials: at most {MAX_MATERIALS}", specs.len()),
+        ));
     }
     let mut out: Vec<Material> = Vec::new();
     for (k, m) in specs.iter().enumerate() {
@@ -408,6 +696,12 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
 }
 
 fn build_walls(ctx: &Ctx, specs: &[WallSpec], mats: &[Material]) -> Result<Vec<Wall>> {
+    if specs.len() > MAX_WALLS {
+        return Err(ctx.err(
+            "walls",
+            format!("{} walls: at most {MAX_WALLS}", specs.len()),
+        ));
+    }
     let mut out: Vec<Wall> = Vec::new();
     for (k, w) in specs.iter().enumerate() {
         let p = format!("walls[{k}]");
@@ -418,6 +712,14 @@ fn build_walls(ctx: &Ctx, specs: &[WallSpec], mats: &[Material]) -> Result<Vec<W
             return Err(ctx.err(&format!("{p}.normal"), "must not be zero"));
         }
         let normal = normal.normalize();
+        let unit = (normal.norm() - 1.0).abs() < 1e-9;
+        if !unit {
+            // |n|² overflowed (components ~1e200): normalising gave 0 or NaN
+            return Err(ctx.err(
+                &format!("{p}.normal"),
+                "too large to normalise: give a unit vector",
+            ));
+        }
         let material = ctx.material(&format!("{p}.material"), &w.material, mats)?;
         for (m, o) in out.iter().enumerate() {
             let c = normal.dot(&o.normal);
@@ -446,7 +748,7 @@ fn build_walls(ctx: &Ctx, specs: &[WallSpec], mats: &[Material]) -> Result<Vec<W
 pub type Placed = (Source, u64, SourceLoc);
 
 /// Most spheres one scene may hold: local indices are `u32`.
-const MAX_SPHERES: u64 = u32::MAX as u64 / 2;
+pub(crate) const MAX_SPHERES: u64 = u32::MAX as u64 / 2;
 
 /// The first sphere found in a wrong place by the parse-time walk (reported after the other
 /// checks of the scene, where the single-process code made this check).
@@ -473,16 +775,30 @@ impl Misplaced {
     }
 }
 
+/// How far outside a periodic cell a sphere may be generated, in cell lengths: it is wrapped
+/// into the cell one cell length at a time (a sphere at 1e300 m would take forever), and
+/// further out it is surely a typo.
+const MAX_WRAPS: f64 = 64.0;
+
 /// The parse-time walk over every sphere: summary and placement checks, nothing kept.
 struct Scan<'a> {
     sum: Summary,
     walls: &'a [Wall],
     domain: &'a Option<Domain>,
     bad: Option<Misplaced>,
+    /// The first sphere whose numbers are absurd (reported with its generator at once).
+    absurd: Option<String>,
 }
 
 impl Scan<'_> {
     fn visit(&mut self, mats: &[Material], p: &Particle) {
+        if self.absurd.is_some() {
+            return;
+        }
+        if let Some(why) = self.absurd(p) {
+            self.absurd = Some(why);
+            return;
+        }
         let mut w = p.pos;
         if let Some(d) = self.domain {
             d.wrap_one(&mut w, &mut [0; 3]);
@@ -493,13 +809,52 @@ impl Scan<'_> {
         }
     }
 
+    /// Non-finite state, a radius whose mass or moment of inertia is not a normal positive
+    /// number (1e300 m: r⁵ overflows; 1e-300 m: underflows), or a centre far outside the
+    /// periodic cell.
+    fn absurd(&self, p: &Particle) -> Option<String> {
+        let g = p.gid;
+        let finite = |v: &V3| v.iter().all(|c| c.is_finite());
+        if !(finite(&p.pos) && finite(&p.vel) && finite(&p.angvel)) {
+            return Some(format!(
+                "sphere gid {g}: position {:?}, velocity {:?}, angular velocity {:?} must be finite",
+                p.pos.as_slice(),
+                p.vel.as_slice(),
+                p.angvel.as_slice()
+            ));
+        }
+        if !(p.radius.is_finite() && p.mass.is_normal() && p.inertia.is_normal()) {
+            return Some(format!(
+                "sphere gid {g}: absurd radius {:e} m (mass {:e} kg, moment of inertia {:e} \
+                 kg m²: not positive normal numbers)",
+                p.radius, p.mass, p.inertia
+            ));
+        }
+        let d = self.domain.as_ref()?;
+        let l = d.size();
+        (0..3)
+            .find(|&a| {
+                d.periodic[a]
+                    && (p.pos[a] < d.lo[a] - MAX_WRAPS * l[a]
+                        || p.pos[a] > d.hi[a] + MAX_WRAPS * l[a])
+            })
+            .map(|a| {
+                format!(
+                    "sphere gid {g} at {:?} lies more than {MAX_WRAPS} cell lengths outside the \
+                     periodic cell along {}",
+                    p.pos.as_slice(),
+                    ["x", "y", "z"][a]
+                )
+            })
+    }
+
     fn misplaced(&self, p: &Particle) -> Option<Misplaced> {
         let behind = self
             .walls
             .iter()
             .position(|w| (p.pos - w.point).dot(&w.normal) < 0.0);
         let outside = self.domain.as_ref().is_some_and(|d| {
-            (0..3).any(|a| !d.periodic[a] && (p.pos[a] < d.lo[a] || p.pos[a] > d.hi[a]))
+            (0..3).any(|a| !d.periodic[a] && !(d.lo[a]..=d.hi[a]).contains(&p.pos[a]))
         });
         (behind.is_some() || outside).then_some(Misplaced {
             gid: p.gid,
@@ -523,9 +878,14 @@ fn build_spheres(
         walls,
         domain,
         bad: None,
+        absurd: None,
     };
     let mut out = Vec::with_capacity(specs.len());
     let mut none = Vec::new();
+    let mut tick = gen::Ticker::new(
+        format!("checking the spheres of {}", ctx.file.display()),
+        None,
+    );
     for (k, s) in specs.iter().enumerate() {
         let p = format!("spheres[{k}]");
         let offset = scan.sum.n;
@@ -537,10 +897,19 @@ fn build_spheres(
             col,
             path: p,
         };
-        src.walk(offset, mats, &loc, &mut none, &mut |q| {
+        let visit = &mut |q: &mut Particle| {
             scan.visit(mats, q);
             false
-        })?;
+        };
+        let n = src.walk(offset, mats, &loc, &mut none, visit, &mut tick)?;
+        if let Some(why) = scan.absurd.take() {
+            return Err(loc.err(why));
+        }
+        if offset + n > MAX_SPHERES {
+            return Err(loc.err(format!(
+                "too many spheres (at most {MAX_SPHERES} per scene)"
+            )));
+        }
         out.push((src, offset, loc));
     }
     Ok((out, scan.sum, scan.bad))
@@ -608,6 +977,7 @@ fn source(ctx: &Ctx, p: &str, s: &SphereSpec, mats: &[Material], offset: u64) ->
             if (0..3).any(|a| hi[a] <= lo[a]) {
                 return Err(ctx.err(&format!("{p}.hi"), "must exceed lo on every axis"));
             }
+            gen::check_random_fill(f).map_err(|e| ctx.err(&format!("{p}.count"), e))?;
             Source::RandomFill(f.clone(), m)
         }
         SphereSpec::DensePack(d) => {
@@ -616,7 +986,9 @@ fn source(ctx: &Ctx, p: &str, s: &SphereSpec, mats: &[Material], offset: u64) ->
             if !(0.3..0.9).contains(&d.porosity) {
                 return Err(ctx.err(&format!("{p}.porosity"), "must be in [0.3, 0.9)"));
             }
-            let (v, ov) = gen::dense_pack(d).map_err(|e| ctx.err(p, e))?;
+            check_pack_shape(ctx, p, &d.shape)?;
+            let mut watch = SetupWatch::new(format!("DensePack of {p} (compaction sweeps)"), None);
+            let (v, ov) = gen::dense_pack(d, &|e| ctx.err(p, e), &mut watch)?;
             log::info!("{p}: {} spheres, largest overlap {ov:.3e} r", v.len());
             if v.len() as u64 + offset > MAX_SPHERES {
                 return Err(too_many("radius"));
@@ -631,10 +1003,39 @@ fn source(ctx: &Ctx, p: &str, s: &SphereSpec, mats: &[Material], offset: u64) ->
     })
 }
 
+/// A packing's shape: finite numbers, positive cylinder radius and height.
+fn check_pack_shape(ctx: &Ctx, p: &str, shape: &PackShape) -> Result<()> {
+    match shape {
+        PackShape::Box { lo, hi } => {
+            ctx.finite3(&format!("{p}.shape.lo"), *lo)?;
+            ctx.finite3(&format!("{p}.shape.hi"), *hi)?;
+        }
+        PackShape::Cylinder {
+            base,
+            radius,
+            height,
+        } => {
+            ctx.finite3(&format!("{p}.shape.base"), *base)?;
+            ctx.positive(&format!("{p}.shape.radius"), *radius)?;
+            ctx.positive(&format!("{p}.shape.height"), *height)?;
+        }
+    }
+    Ok(())
+}
+
 fn lammps_source(ctx: &Ctx, p: &str, d: &LammpsDataSpec, mats: &[Material]) -> Result<Source> {
     let path = ctx.data_path(&format!("{p}.path"), &d.path)?;
-    if d.materials.is_empty() {
-        return Err(ctx.err(&format!("{p}.materials"), "give one material per atom type"));
+    if d.materials.is_empty() || d.materials.len() > MAX_MATERIALS {
+        return Err(ctx.err(
+            &format!("{p}.materials"),
+            format!("give one material per atom type (1 to {MAX_MATERIALS} types)"),
+        ));
+    }
+    if d.fixed_types.len() > d.materials.len() {
+        return Err(ctx.err(
+            &format!("{p}.fixed_types"),
+            "lists more types than there are atom types",
+        ));
     }
     for (t, &ty) in d.fixed_types.iter().enumerate() {
         if ty == 0 || ty as usize > d.materials.len() {
@@ -678,19 +1079,23 @@ impl Scene {
         keep: &mut dyn FnMut(&mut Particle) -> bool,
     ) -> Result<Vec<Particle>> {
         let mut out = Vec::new();
+        let what = format!("creating the spheres of {}", self.file.display());
+        let mut tick = gen::Ticker::new(what, Some(self.summary.n));
         for t in 0..self.n_tiles() {
             let s = self.tile_shift(t);
             if !may_hold(&(self.base.raw_lo + s), &(self.base.raw_hi + s)) {
+                tick.skip(self.base.n)?;
                 continue;
             }
             let start = out.len();
             for (src, first, loc) in self.sources.iter() {
-                src.walk(*first, &self.materials, loc, &mut out, &mut |p| {
+                let visit = &mut |p: &mut Particle| {
                     if t > 0 {
                         p.pos += s; // tile 0 untouched: bit-identical to an unreplicated scene
                     }
                     keep(p)
-                })?;
+                };
+                src.walk(*first, &self.materials, loc, &mut out, visit, &mut tick)?;
             }
             for p in &mut out[start..] {
                 p.gid += t * self.base.n;
@@ -920,6 +1325,72 @@ mod tests {
         assert!(e.contains("replicate: too many spheres"), "{e}");
         let e = scene("replicate: (-1, 1, 1),").unwrap_err().to_string();
         assert!(e.contains("t.ron:12:"), "{e}");
+    }
+
+    /// A missing field is reported at its struct, named, even when the struct's last field is
+    /// itself a tuple (ron reports it at the struct's closing bracket).
+    #[test]
+    fn missing_field_names_its_struct() {
+        let text = "Scene(\n  materials: [Frict(name: \"g\", young: 1e7, friction_angle: 0.5, \
+                    density: 2600.0)],\n  walls: [Wall(point: (0.0, 0.0, 0.0),\n    normal: (0.0, \
+                    0.0, 1.0))],\n  dt: Fixed(1e-5), run: Steps(1))";
+        let e = Scene::parse(text, Path::new("t.ron"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("t.ron:3:11: walls[0]: missing field `material`"),
+            "{e}"
+        );
+    }
+
+    /// A wall normal whose squared norm overflows is refused (it normalised to zero).
+    #[test]
+    fn huge_wall_normal() {
+        let text = "Scene(\n  materials: [Frict(name: \"g\", young: 1e7, friction_angle: 0.5, \
+                    density: 2600.0)],\n  walls: [Wall(point: (0.0, 0.0, 0.0), normal: (1e200, \
+                    1e200, 0.0), material: \"g\")],\n  \
+                    spheres: [Sphere(pos: (1.0, 1.0, 0.0), radius: 0.1, material: \"g\")],\n  \
+                    dt: Fixed(1e-5), run: Steps(1))";
+        let e = Scene::parse(text, Path::new("t.ron"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("t.ron:3:") && e.contains("walls[0].normal: too large"),
+            "{e}"
+        );
+    }
+
+    /// A missing top-level field is reported at `Scene(`, after the leading comments.
+    #[test]
+    fn missing_top_level_field() {
+        let text = "// c\nScene(\n  materials: [Frict(name: \"g\", young: 1e7, friction_angle: \
+                    0.5, density: 2600.0)],\n  run: Steps(1),\n)\n";
+        let e = Scene::parse(text, Path::new("t.ron"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("t.ron:2:1: Scene: missing field `dt`"), "{e}");
+    }
+
+    /// Scene names are plain file names.
+    #[test]
+    fn scene_names() {
+        for bad in [
+            "",
+            ".",
+            "..",
+            "a/b",
+            "a\\\\b",
+            "a\u{1}b",
+            "a\\nb",
+            &"x".repeat(256),
+        ] {
+            let e = scene(&format!("name: \"{bad}\",")).unwrap_err().to_string();
+            assert!(
+                e.contains("t.ron:12:") && e.contains("name: must"),
+                "{bad:?}: {e}"
+            );
+        }
+        assert_eq!(scene("name: \"a.b-c_d\",").unwrap().name, "a.b-c_d");
     }
 
     /// Streaming set-up: the spheres kept by the ranks of a 2×2×1 grid partition the scene.

@@ -5,7 +5,7 @@
 //! from (seed, k) or from line k of a file, so both walks see the same spheres with the same
 //! gids on any rank count.
 
-use super::gen;
+use super::gen::{self, Ticker};
 use super::schema::{LammpsDataSpec, LatticeSpec, RandomFillSpec};
 use crate::error::{Error, Result};
 use crate::material::Material;
@@ -61,6 +61,7 @@ impl Source {
         loc: &SourceLoc,
         out: &mut Vec<Particle>,
         visit: &mut dyn FnMut(&mut Particle) -> bool,
+        tick: &mut Ticker,
     ) -> Result<u64> {
         let mut emit = |mut p: Particle| {
             if visit(&mut p) {
@@ -68,8 +69,10 @@ impl Source {
             }
         };
         let rho = |m: u16| mats[m as usize].density();
+        let max = super::MAX_SPHERES.saturating_sub(offset);
         match self {
             Source::One(p) => {
+                tick.tick()?;
                 let mut q = (**p).clone();
                 q.gid = offset;
                 emit(q);
@@ -78,13 +81,14 @@ impl Source {
             Source::Lattice(l, m) => {
                 let n = gen::lattice_count(l).unwrap_or(0);
                 for k in 0..n {
+                    tick.tick()?;
                     let (x, r) = gen::lattice_sphere(l, k);
                     emit(Particle::sphere(offset + k, x, r, rho(*m), *m));
                 }
                 Ok(n)
             }
             Source::RandomFill(f, m) => {
-                let v = gen::random_fill(f).map_err(|e| loc.err(e))?;
+                let v = gen::random_fill(f, &|e| loc.err(e), tick)?;
                 for (k, (x, r)) in v.into_iter().enumerate() {
                     emit(Particle::sphere(offset + k as u64, x, r, rho(*m), *m));
                 }
@@ -92,19 +96,20 @@ impl Source {
             }
             Source::DensePack(v, m) => {
                 for (k, &(x, r)) in v.iter().enumerate() {
+                    tick.tick()?;
                     emit(Particle::sphere(offset + k as u64, x, r, rho(*m), *m));
                 }
                 Ok(v.len() as u64)
             }
             Source::Text(path, m) => {
                 let mut k = 0;
-                gen::read_text(path, &mut |x, r| {
+                gen::read_text(path, max, tick, &mut |x, r| {
                     emit(Particle::sphere(offset + k, x, r, rho(*m), *m));
                     k += 1;
                 })
             }
             Source::Lammps(path, spec, idx) => {
-                let (n, kept) = gen::read_lammps(path, spec, idx, offset, visit)?;
+                let (n, kept) = gen::read_lammps(path, spec, idx, (offset, max), tick, visit)?;
                 out.extend(kept);
                 Ok(n)
             }
@@ -127,6 +132,7 @@ pub struct Summary {
     pub ext_lo: V3,
     pub ext_hi: V3,
     pub rmax: f64,
+    pub rmin: f64,
     /// Σ radius in walk order (sequential, as the single-process code summed it): default skin.
     pub rsum: f64,
     /// min r sqrt(ρ/E) (thesis eq. 2.85–2.86): the p-wave time step.
@@ -145,6 +151,7 @@ impl Default for Summary {
             ext_lo: inf,
             ext_hi: ninf,
             rmax: 0.0,
+            rmin: f64::INFINITY,
             rsum: 0.0,
             pwave: f64::INFINITY,
         }
@@ -163,6 +170,7 @@ impl Summary {
         self.ext_lo = self.ext_lo.inf(&(p.pos - V3::repeat(r)));
         self.ext_hi = self.ext_hi.sup(&(p.pos + V3::repeat(r)));
         self.rmax = self.rmax.max(r);
+        self.rmin = self.rmin.min(r);
         self.rsum += r;
         let m = &mats[p.material as usize];
         self.pwave = self.pwave.min(r * (m.density() / m.young()).sqrt());

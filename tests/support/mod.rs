@@ -2,6 +2,8 @@
 //! read its HDF5 outputs back (included with `mod support;`).
 #![allow(dead_code)]
 
+pub mod limits;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
