@@ -68,8 +68,8 @@ fn parse_grid(s: &str) -> Result<[usize; 3], String> {
 }
 
 fn main() {
-    // First of all: a SIGTERM/SIGUSR1 arriving during start-up (MPI init, scene, reading a
-    // checkpoint) must not kill the rank; it is honoured at the first step.
+    // First of all: a SIGTERM/SIGUSR1/SIGUSR2 arriving during start-up (MPI init, scene,
+    // reading a checkpoint) must not kill the rank; it is honoured at the first step.
     demhpc::signals::install();
     let cli = Cli::parse();
     let level = match (cli.quiet, cli.verbose) {

@@ -280,6 +280,25 @@ fn signals_checkpoint_and_restart_finishes_identically() {
     }
 }
 
+/// SIGUSR2 stops like SIGUSR1 (issue 18; before it had a handler it killed the ranks, exit
+/// 140, no checkpoint): sent to the solver (1 rank) and to `mpirun -n 2` (which forwards it),
+/// every rank finishes its step, the checkpoint at that step is published, the exit status is
+/// 0, and the checkpoint restarts.
+#[test]
+fn sigusr2_checkpoints_and_exits_0() {
+    let tmp = TempDir::new("ck-usr2");
+    for ranks in [1, 2] {
+        let out = format!("usr2_{ranks}");
+        let o = signal_mid_run(&tmp, ranks, libc::SIGUSR2, &out);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let stop = stopped_at(&o, "SIGUSR2");
+        let at = latest(&tmp.0.join(&out));
+        assert_eq!(at, ckpt(&tmp.0.join(&out), stop));
+        restart(&tmp, &at, ranks, stop + 20, &out);
+        assert!(ckpt(&tmp.0.join(&out), stop + 20).exists());
+    }
+}
+
 /// Acceptance 4: a process SIGKILLed while writing a checkpoint (half-way through the file,
 /// injected by `DEMHPC_FAULT_KILL_IN_CHECKPOINT`) leaves the previous checkpoint readable and
 /// `latest` pointing to it; the restart from `latest` finishes like an uninterrupted run, and
