@@ -106,3 +106,83 @@ fn oversubscription_is_warned_once() {
         assert_eq!(warned(&o), 1, "{}", describe(&o));
     }
 }
+
+/// Spheres overlapping at the start: gids 0–1 by 20 % of their radius, 2–3 by 80 % of the
+/// smaller one, 4–5 by 5 % (below the warning's 10 %). The set-up warns about the deep pairs.
+const OVERLAPS: &str = r#"Scene(
+    name: "overlaps",
+    materials: [Frict(name: "s", young: 1e6, poisson: 0.3, friction_angle: 0.5, density: 1000.0)],
+    spheres: [
+        Sphere(pos: (0.0, 0.0, 0.0), radius: 0.01, material: "s"),
+        Sphere(pos: (0.018, 0.0, 0.0), radius: 0.01, material: "s"),
+        Sphere(pos: (0.1, 0.0, 0.0), radius: 0.01, material: "s"),
+        Sphere(pos: (0.1, 0.0, 0.011), radius: 0.005, material: "s"),
+        Sphere(pos: (0.05, 0.0, 0.0), radius: 0.01, material: "s"),
+        Sphere(pos: (0.0695, 0.0, 0.0), radius: 0.01, material: "s"),
+    ],
+    dt: PWave(0.1),
+    run: Steps(10),
+)"#;
+
+/// An output directory that cannot be created is reported before the set-up, on 1 rank and
+/// under `mpirun -n 2`: exit 1 (an I/O failure, not bad input), `DIR: cannot write the output
+/// directory: <OS error>` once, and nothing from the set-up — the overlap warning that the
+/// set-up of this scene prints (checked on a writable directory) does not appear. Tests run as
+/// root, which writes into any mode-0555 directory: the directory is put under a regular file.
+#[test]
+fn unwritable_output_directory_is_reported_before_the_set_up() {
+    let tmp = TempDir::new("cli-out");
+    std::fs::write(tmp.0.join("scene.ron"), OVERLAPS).unwrap();
+    std::fs::write(tmp.0.join("file"), "not a directory").unwrap();
+    let o = demhpc(1, 1, &["--out", "ok", "scene.ron"], &tmp.0);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(
+        stderr(&o).contains("overlap by more than"),
+        "{}",
+        describe(&o)
+    );
+    let bad = tmp.0.join("file/out");
+    let want = format!(
+        "{}: cannot write the output directory: Not a directory",
+        bad.display()
+    );
+    for ranks in [1, 2] {
+        let t0 = std::time::Instant::now();
+        let o = demhpc(
+            ranks,
+            1,
+            &["--out", bad.to_str().unwrap(), "scene.ron"],
+            &tmp.0,
+        );
+        assert!(
+            t0.elapsed().as_secs() < 30,
+            "{ranks} ranks: took {:?}",
+            t0.elapsed()
+        );
+        assert_eq!(o.status.code(), Some(1), "{ranks} ranks: {}", describe(&o));
+        let e = stderr(&o);
+        assert_eq!(
+            e.matches(&want).count(),
+            1,
+            "{ranks} ranks: {}",
+            describe(&o)
+        );
+        assert!(!e.contains("overlap"), "set-up ran first: {}", describe(&o));
+    }
+    assert_eq!(entries(&tmp.0), ["file", "ok", "scene.ron"]);
+}
+
+/// A scene named `..` must not write into the working directory's parent (`output/..`): it is
+/// refused (exit 2) before anything is written.
+#[test]
+fn scene_name_cannot_leave_the_output_directory() {
+    let tmp = TempDir::new("cli-name");
+    let cwd = tmp.0.join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let scene = OVERLAPS.replace("name: \"overlaps\"", "name: \"..\"");
+    std::fs::write(tmp.0.join("scene.ron"), scene).unwrap();
+    let o = demhpc(1, 1, &["../scene.ron"], &cwd);
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(entries(&cwd).is_empty(), "wrote {:?}", entries(&cwd));
+    assert_eq!(entries(&tmp.0), ["cwd", "scene.ron"]);
+}
