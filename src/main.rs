@@ -27,7 +27,8 @@ struct Cli {
     /// Step number at which the run stops, counted from step 0 of the scene.
     #[arg(long, value_name = "N")]
     steps: Option<u64>,
-    /// Output directory [default: output/<scene name>/].
+    /// Output directory [default: output/<scene name>/; with --restart, the run's directory
+    /// holding the checkpoint (OUT for OUT/checkpoints/ckpt_*.h5)].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Worker threads per rank [default: RAYON_NUM_THREADS or all cores].
@@ -249,11 +250,12 @@ fn warn_oversubscribed(threads: usize) {
 }
 
 /// The scene to run: the file given, or the one stored in the checkpoint (replaced by the file
-/// given when that only changes what a restart may change).
-fn load_scene(cli: &Cli) -> Result<Scene, Error> {
+/// given when that only changes what a restart may change). With `--restart`, also the stored
+/// scene's `checkpoint.dir` (where the checkpoint was written: [`restart_out`]).
+fn load_scene(cli: &Cli) -> Result<(Scene, Option<String>), Error> {
     let Some(ck) = &cli.restart else {
         return match &cli.scene {
-            Some(p) => Scene::load(p),
+            Some(p) => Ok((Scene::load(p)?, None)),
             None => Err(Error::Input(
                 "give a scene file (demhpc SCENE.ron) or a checkpoint (--restart FILE.h5); see --help"
                     .into(),
@@ -262,8 +264,9 @@ fn load_scene(cli: &Cli) -> Result<Scene, Error> {
     };
     let info = checkpoint::read_info(ck)?;
     let stored = Scene::parse(&info.scene_text, Path::new(&info.scene_file))?;
+    let stored_dir = Some(stored.checkpoint.dir.clone());
     let Some(p) = &cli.scene else {
-        return Ok(stored);
+        return Ok((stored, stored_dir));
     };
     let given = Scene::load(p)?;
     let changed = scene::restart_incompatibilities(&stored, &given);
@@ -276,15 +279,49 @@ fn load_scene(cli: &Cli) -> Result<Scene, Error> {
             changed.join(", ")
         )));
     }
-    Ok(given)
+    Ok((given, stored_dir))
+}
+
+/// The output directory of a restart without `--out`: the run's own (the directory holding
+/// `OUT/<checkpoint.dir>/ckpt_*.h5`), so that its series, snapshots and checkpoints continue;
+/// for a checkpoint found elsewhere `output/<name>/`, with a warning. Rank 0 logs the choice.
+fn restart_out(ck: &Path, scene: &Scene, stored_dir: Option<&str>) -> Option<PathBuf> {
+    let dirs: Vec<&str> = stored_dir
+        .into_iter()
+        .chain([scene.checkpoint.dir.as_str()])
+        .collect();
+    let out = demhpc::run::restart_out_dir(ck, &dirs);
+    if Comm::world_rank() == 0 {
+        match &out {
+            Some(o) => log::info!(
+                "restart continues in {}, the output directory holding {} (--out DIR to write \
+                 elsewhere)",
+                o.display(),
+                ck.display()
+            ),
+            None => log::warn!(
+                "{} is not in an output directory's `{}/` (OUT/{}/ckpt_*.h5): the restart \
+                 writes to output/{}/; give --out DIR to choose where",
+                ck.display(),
+                dirs[0],
+                dirs[0],
+                scene.name
+            ),
+        }
+    }
+    out
 }
 
 fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
-    let mut scene = load_scene(cli)?;
+    let (mut scene, stored_dir) = load_scene(cli)?;
     scene.reproducible |= cli.reproducible;
+    let out = match (&cli.out, &cli.restart) {
+        (None, Some(ck)) => restart_out(ck, &scene, stored_dir.as_deref()),
+        _ => cli.out.clone(),
+    };
     let opts = RunOptions {
         steps: cli.steps,
-        out: cli.out.clone(),
+        out,
         mpi,
         grid: cli.grid,
         restart: cli.restart.clone(),

@@ -16,7 +16,8 @@ use std::time::Instant;
 pub struct RunOptions {
     /// Step number at which to stop (default: the scene's).
     pub steps: Option<u64>,
-    /// Output directory (default `output/<scene name>/`).
+    /// Output directory (default `output/<scene name>/`; main.rs gives a restart the one
+    /// holding its checkpoint, [`restart_out_dir`]).
     pub out: Option<PathBuf>,
     /// Run on the MPI world (`mpirun`), not as a plain single process.
     pub mpi: bool,
@@ -177,6 +178,39 @@ pub fn check_out_dir(dir: &Path) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The output directory a restart from `checkpoint` continues in when no `--out` is given: the
+/// one holding it, `OUT` for `OUT/<ck_dir>/ckpt_*.h5` with `ck_dir` one of the scene's
+/// `checkpoint.dir`s given (the stored scene's, which wrote it, and the one now used), so that
+/// `series.csv`, the snapshots and the checkpoints continue where they were. `None` when the
+/// file is not in such a layout (copied elsewhere). The path is taken lexically (joined to the
+/// working directory only when it is too short to hold `ck_dir`), not resolved, so a symbolic
+/// link such as `OUT/checkpoints → /scratch/…` keeps the run in `OUT`.
+pub fn restart_out_dir(checkpoint: &Path, ck_dirs: &[&str]) -> Option<PathBuf> {
+    use std::path::Component::{CurDir, Normal};
+    let parent: PathBuf = (checkpoint.parent()?.components())
+        .filter(|c| *c != CurDir)
+        .collect();
+    let strip = |parent: &Path| {
+        ck_dirs.iter().find_map(|d| {
+            let d: PathBuf = (Path::new(d).components())
+                .filter(|c| matches!(c, Normal(_)))
+                .collect();
+            let n = d.components().count();
+            // `ends_with` compares whole components: `OUT/checkpoints` ends with
+            // `checkpoints`, `OUT/old_checkpoints` does not.
+            if n == 0 || !parent.ends_with(&d) {
+                return None;
+            }
+            let out = parent.ancestors().nth(n)?;
+            Some(match out.as_os_str().is_empty() {
+                true => PathBuf::from("."),
+                false => out.to_path_buf(),
+            })
+        })
+    };
+    strip(&parent).or_else(|| strip(&std::env::current_dir().ok()?.join(&parent)))
 }
 
 /// Run a validated scene (every rank calls it; rank 0 writes the series, the snapshot files
@@ -659,5 +693,27 @@ mod tests {
         for bad in ["", ".", "..", "../a", "a/../..", "/abs", "a/../b"] {
             assert!(join_under(out, "n", bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn restart_continues_in_the_directory_holding_the_checkpoint() {
+        let ck = "checkpoints";
+        let at = |p: &str, dirs: &[&str]| restart_out_dir(Path::new(p), dirs);
+        let p = |s: &str| Some(PathBuf::from(s));
+        assert_eq!(at("o/checkpoints/ckpt_1.h5", &[ck]), p("o"));
+        assert_eq!(at("/a/b/checkpoints/ckpt_1.h5", &[ck]), p("/a/b"));
+        assert_eq!(at("checkpoints/ckpt_1.h5", &[ck]), p("."));
+        assert_eq!(at("./checkpoints/ckpt_1.h5", &[ck]), p("."));
+        assert_eq!(at("../checkpoints/ckpt_1.h5", &[ck]), p(".."));
+        assert_eq!(at("o/ck/deep/ckpt_1.h5", &["ck/deep"]), p("o"));
+        assert_eq!(at("o/ck/deep/ckpt_1.h5", &[ck, "./ck/deep"]), p("o"));
+        // not in a checkpoint directory: no output directory to continue in
+        assert_eq!(at("o/old_checkpoints/ckpt_1.h5", &[ck]), None);
+        assert_eq!(at("/tmp/copy.h5", &[ck]), None);
+        // a bare file name is looked up in the working directory
+        let cwd = std::env::current_dir().unwrap();
+        let want = (cwd.file_name() == Some(std::ffi::OsStr::new(ck)))
+            .then(|| cwd.parent().unwrap().to_path_buf());
+        assert_eq!(at("ckpt_1.h5", &[ck]), want);
     }
 }

@@ -299,6 +299,56 @@ fn sigusr2_checkpoints_and_exits_0() {
     }
 }
 
+/// A restart without `--out` continues the run's own outputs (issue 18): started from another
+/// directory with a relative path to `OUT/checkpoints/ckpt_….h5`, it writes into `OUT` — the
+/// series goes on (one header, rows in order, the old rows kept), the next checkpoint lands
+/// beside the first — and creates nothing in its working directory. A checkpoint copied out of
+/// that layout restarts into `output/<name>/` with a warning naming `--out`.
+#[test]
+fn restart_without_out_continues_in_the_run_directory() {
+    let tmp = TempDir::new("ck-noout");
+    let (run_dir, other) = (tmp.0.join("run"), tmp.0.join("other"));
+    std::fs::create_dir(&run_dir).unwrap();
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(run_dir.join("scene.ron"), settle_with_checkpoints(0, 2)).unwrap();
+    ok(
+        &demhpc(1, 1, &["--steps", "200", "scene.ron"], &run_dir),
+        "first run",
+    );
+    let out = run_dir.join("output/scene");
+    let series = || std::fs::read_to_string(out.join("series.csv")).unwrap();
+    let before = series();
+    let ck = "../run/output/scene/checkpoints/ckpt_0000000200.h5";
+    let o = demhpc(1, 1, &["--restart", ck, "--steps", "400"], &other);
+    ok(&o, "restart without --out");
+    assert!(
+        std::fs::read_dir(&other).unwrap().next().is_none(),
+        "the restart wrote into its working directory"
+    );
+    assert!(ckpt(&out, 400).exists());
+    let after = series();
+    assert!(
+        after.starts_with(&before),
+        "old rows changed:\n{before}\n{after}"
+    );
+    let steps: Vec<&str> = after
+        .lines()
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(steps, ["step", "100", "200", "300", "400"], "{after}");
+    // The same checkpoint outside an output directory: output/<name>/ of the working directory.
+    std::fs::copy(ckpt(&out, 400), tmp.0.join("copy.h5")).unwrap();
+    let o = demhpc(1, 1, &["--restart", "../copy.h5", "--steps", "500"], &other);
+    ok(&o, "restart of a copy");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("output/scene/") && err.contains("--out"),
+        "{err}"
+    );
+    let series = std::fs::read_to_string(other.join("output/scene/series.csv")).unwrap();
+    assert_eq!(series.lines().count(), 2, "{series}");
+}
+
 /// Acceptance 4: a process SIGKILLed while writing a checkpoint (half-way through the file,
 /// injected by `DEMHPC_FAULT_KILL_IN_CHECKPOINT`) leaves the previous checkpoint readable and
 /// `latest` pointing to it; the restart from `latest` finishes like an uninterrupted run, and
