@@ -186,3 +186,51 @@ fn scene_name_cannot_leave_the_output_directory() {
     assert!(entries(&cwd).is_empty(), "wrote {:?}", entries(&cwd));
     assert_eq!(entries(&tmp.0), ["cwd", "scene.ron"]);
 }
+
+/// The set-up's overlap warning names the deepest pair and counts the deep ones, the same on
+/// any layout (each pair judged once, on the rank owning its lower gid): OVERLAPS has two
+/// pairs above 10 % of the smaller radius, gids 2–3 the deepest at 80 %.
+#[test]
+fn overlap_warning_names_the_deepest_pair() {
+    let tmp = TempDir::new("cli-overlaps");
+    std::fs::write(tmp.0.join("scene.ron"), OVERLAPS).unwrap();
+    let want = "2 pair(s) of spheres overlap by more than 10 % of the smaller radius at the \
+                start (a large initial force); the deepest: gid 2 and gid 3 (spheres[2] and \
+                spheres[3]), by 80.0 % of the smaller radius";
+    for (ranks, grid) in [(1, "1x1x1"), (2, "2x1x1"), (2, "1x1x2")] {
+        let o = demhpc(
+            ranks,
+            1,
+            &["--grid", grid, "--out", grid, "scene.ron"],
+            &tmp.0,
+        );
+        assert_eq!(o.status.code(), Some(0), "{grid}: {}", describe(&o));
+        assert_eq!(
+            stderr(&o).matches(want).count(),
+            1,
+            "{grid}: {}",
+            describe(&o)
+        );
+    }
+}
+
+/// The shipped scenes start without warnings (quiet mode prints warnings and errors only):
+/// the CPM specimens' residual packing overlaps (up to 12 % of r) are not warned about, since
+/// cohesive links take the initial distance as their equilibrium distance.
+#[test]
+fn shipped_scenes_start_without_warnings() {
+    let tmp = TempDir::new("cli-shipped");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    let mut names: Vec<String> = entries(&dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".ron"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 6, "{names:?}");
+    for name in names {
+        let s = scene_path(&name);
+        let o = demhpc(1, 1, &["--steps", "1", "--out", &name, &s], &tmp.0);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", describe(&o));
+        assert_eq!(stderr(&o), "", "{name}: {}", describe(&o));
+    }
+}
