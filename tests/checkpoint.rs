@@ -238,10 +238,10 @@ fn stopped_at(o: &Output, signal: &str) -> u64 {
 /// is written, the solver exits 0, and the restart finishes exactly like an uninterrupted run.
 ///
 /// `mpirun` itself forwards SIGUSR1 and exits with the ranks' status (0), but on SIGTERM
-/// OpenMPI's launcher terminates the job by its own rule: it forwards SIGTERM to the ranks
-/// (which checkpoint and exit 0, as the stop message printed by rank 0 shows), sends SIGKILL
-/// after `odls_base_sigkill_timeout` seconds, and reports 1 itself whatever the ranks did.
-/// Under Slurm, `srun` forwards SIGTERM and returns the ranks' 0.
+/// OpenMPI's launcher terminates the job by its own rule: it sends the ranks SIGCONT, SIGTERM
+/// `odls_base_sigkill_timeout` seconds later (1 s; they checkpoint and exit 0, as the stop
+/// message printed by rank 0 shows), SIGKILL as long again after, and reports 1 itself
+/// whatever the ranks did. Under Slurm, `srun` forwards SIGTERM and returns the ranks' 0.
 #[test]
 fn signals_checkpoint_and_restart_finishes_identically() {
     let tmp = TempDir::new("ck-signal");
