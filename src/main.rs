@@ -2,6 +2,7 @@
 //! 0 success, 1 runtime failure, 2 bad input.
 
 use clap::{Parser, Subcommand};
+use demhpc::domain::comm::Comm;
 use demhpc::domain::mpi_env::MpiEnv;
 use demhpc::io::checkpoint;
 use demhpc::run::{run, RunOptions};
@@ -26,7 +27,8 @@ struct Cli {
     /// Step number at which the run stops, counted from step 0 of the scene.
     #[arg(long, value_name = "N")]
     steps: Option<u64>,
-    /// Output directory [default: output/<scene name>/].
+    /// Output directory [default: output/<scene name>/; with --restart, the run's directory
+    /// holding the checkpoint (OUT for OUT/checkpoints/ckpt_*.h5)].
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Worker threads per rank [default: RAYON_NUM_THREADS or all cores].
@@ -78,8 +80,9 @@ fn parse_grid(s: &str) -> Result<[usize; 3], String> {
 }
 
 fn main() {
-    // First of all: a SIGTERM/SIGUSR1 arriving during start-up (MPI init, scene, reading a
-    // checkpoint) must not kill the rank; it is honoured at the first step.
+    // First of all: a SIGTERM/SIGUSR1/SIGUSR2 arriving during start-up (MPI init, scene,
+    // reading a checkpoint) must not kill the rank: long set-up loops end the set-up on it
+    // (`signals::SetupWatch`), otherwise it is honoured at the first step.
     demhpc::signals::install();
     let cli = Cli::parse();
     let level = match (cli.quiet, cli.verbose) {
@@ -173,27 +176,121 @@ fn run_args_given(cli: &Cli) -> Option<&'static str> {
 }
 
 fn real_main(cli: &Cli, mpi: bool) -> Result<(), demhpc::Error> {
+    let size = Comm::world_size();
+    check_grid(cli.grid, size)?;
     let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(t) = cli.threads {
-        if t == 0 {
-            return Err(demhpc::Error::Input("--threads must be ≥ 1".into()));
-        }
+    if let Some(t) = thread_count(cli)? {
         pool = pool.num_threads(t);
     }
     let pool = pool
         .build()
         .map_err(|e| demhpc::Error::Runtime(format!("thread pool: {e}")))?;
+    warn_oversubscribed(pool.current_num_threads());
     // The whole run executes on a pool thread: parallel loops then start without waking a
     // sleeping worker from outside the pool at every step.
     pool.install(|| run_scene(cli, mpi))
 }
 
+/// `--grid` must make one subdomain per rank: refused (exit 2, before any output, identically
+/// on every rank) when its product is not the job's rank count — also without `mpirun`, where
+/// a grid other than 1x1x1 used to be ignored.
+fn check_grid(grid: Option<[usize; 3]>, ranks: usize) -> Result<(), Error> {
+    let Some(g @ [a, b, c]) = grid else {
+        return Ok(());
+    };
+    let n = g.iter().product::<usize>();
+    if n == ranks {
+        return Ok(());
+    }
+    let job = match ranks {
+        1 => "the single process of this job (no mpirun)".to_string(),
+        r => format!("the {r} ranks of this job"),
+    };
+    Err(Error::Input(format!(
+        "--grid {a}x{b}x{c} does not match {job}: it makes {n} subdomains, one per rank; start \
+         it with `mpirun -n {n}`, or leave --grid out"
+    )))
+}
+
+/// Most worker threads per rank accepted at all.
+const MAX_THREADS: usize = 4096;
+/// Most worker threads per rank accepted per core a rank may run on.
+const MAX_THREADS_PER_CORE: usize = 16;
+
+/// Cores this process may run on: its CPU affinity (a rank bound by `mpirun`/`srun` sees its
+/// own cores) and cgroup CPU quota, as `std::thread::available_parallelism` reads them.
+fn process_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// CPUs online on this node (`sysconf(_SC_NPROCESSORS_ONLN)`; hardware threads count).
+fn node_cpus() -> Option<usize> {
+    // SAFETY: sysconf reads a system value and has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    (n > 0).then_some(n as usize)
+}
+
+/// The thread count asked for (`--threads`, else `RAYON_NUM_THREADS`, which rayon would read),
+/// checked: ≥ 1, and an absurd count (above 16 per core a rank may run on, or above 4096) is
+/// refused, exit 2 — a typo must not start 100 000 threads. The per-core limit uses the
+/// fewest cores any rank has (collective), so every rank gives the same verdict.
+fn thread_count(cli: &Cli) -> Result<Option<usize>, Error> {
+    let cores = Comm::world_min_u64(process_cores() as u64) as usize;
+    let (t, from) = match cli.threads {
+        Some(0) => return Err(Error::Input("--threads must be ≥ 1".into())),
+        Some(t) => (t, "--threads"),
+        None => match std::env::var("RAYON_NUM_THREADS").map(|v| v.trim().parse::<usize>()) {
+            Ok(Ok(t)) if t > 0 => (t, "RAYON_NUM_THREADS"),
+            _ => return Ok(None), // rayon's default: one thread per core the rank may use
+        },
+    };
+    let limit = MAX_THREADS.min(MAX_THREADS_PER_CORE * cores);
+    if t > limit {
+        return Err(Error::Input(format!(
+            "{from} {t}: too many threads per rank: at most {limit}, {MAX_THREADS_PER_CORE} × \
+             the {cores} core(s) a rank may run on (its CPU affinity; mpirun binds each of ≤ 2 \
+             ranks to one core unless --bind-to none) and never more than {MAX_THREADS}; give \
+             about one thread per core (README \"Ranks and threads\")"
+        )));
+    }
+    Ok(Some(t))
+}
+
+/// Warn (rank 0, once) when the layout oversubscribes the cores: more threads per rank than
+/// rank 0 may run on (its CPU affinity: `mpirun` binds each of ≤ 2 ranks to one core), or more
+/// ranks × threads on rank 0's node than it has CPUs. The ranks on a node are those sharing
+/// memory with rank 0 (`Comm::world_node_size`, from MPI, so whatever the launcher); ranks
+/// are assumed to run as many threads as rank 0, and the node's CPUs are those online
+/// (`sysconf`), which a cgroup quota may lower further (then `process_cores` shows it on an
+/// unbound rank). Collective.
+fn warn_oversubscribed(threads: usize) {
+    let on_node = Comm::world_node_size();
+    if Comm::world_rank() != 0 {
+        return;
+    }
+    let cores = process_cores();
+    if threads > cores {
+        log::warn!(
+            "{threads} threads per rank, but rank 0 may run on {cores} core(s) only (its CPU \
+             affinity or quota): the threads share them. With mpirun pass --bind-to none or \
+             --map-by ppr:N:node:pe={threads}; under Slurm srun -c {threads} (README \"Pinning\")"
+        );
+    } else if let Some(cpus) = node_cpus().filter(|&c| on_node > 1 && on_node * threads > c) {
+        log::warn!(
+            "{on_node} ranks × {threads} thread(s) on rank 0's node, which has {cpus} CPUs: the \
+             node is oversubscribed and the ranks' threads share cores (fewer ranks per node, \
+             or fewer threads: --threads)"
+        );
+    }
+}
+
 /// The scene to run: the file given, or the one stored in the checkpoint (replaced by the file
-/// given when that only changes what a restart may change).
-fn load_scene(cli: &Cli) -> Result<Scene, Error> {
+/// given when that only changes what a restart may change). With `--restart`, also the stored
+/// scene's `checkpoint.dir` (where the checkpoint was written: [`restart_out`]).
+fn load_scene(cli: &Cli) -> Result<(Scene, Option<String>), Error> {
     let Some(ck) = &cli.restart else {
         return match &cli.scene {
-            Some(p) => Scene::load(p),
+            Some(p) => Ok((Scene::load(p)?, None)),
             None => Err(Error::Input(
                 "give a scene file (demhpc SCENE.ron) or a checkpoint (--restart FILE.h5); see --help"
                     .into(),
@@ -202,8 +299,9 @@ fn load_scene(cli: &Cli) -> Result<Scene, Error> {
     };
     let info = checkpoint::read_info(ck)?;
     let stored = stored_scene(ck, &info)?;
+    let stored_dir = Some(stored.checkpoint.dir.clone());
     let Some(p) = &cli.scene else {
-        return Ok(stored);
+        return Ok((stored, stored_dir));
     };
     let given = Scene::load(p)?;
     let changed = scene::restart_incompatibilities(&stored, &given);
@@ -216,7 +314,37 @@ fn load_scene(cli: &Cli) -> Result<Scene, Error> {
             changed.join(", ")
         )));
     }
-    Ok(given)
+    Ok((given, stored_dir))
+}
+
+/// The output directory of a restart without `--out`: the run's own (the directory holding
+/// `OUT/<checkpoint.dir>/ckpt_*.h5`), so that its series, snapshots and checkpoints continue;
+/// for a checkpoint found elsewhere `output/<name>/`, with a warning. Rank 0 logs the choice.
+fn restart_out(ck: &Path, scene: &Scene, stored_dir: Option<&str>) -> Option<PathBuf> {
+    let dirs: Vec<&str> = stored_dir
+        .into_iter()
+        .chain([scene.checkpoint.dir.as_str()])
+        .collect();
+    let out = demhpc::run::restart_out_dir(ck, &dirs);
+    if Comm::world_rank() == 0 {
+        match &out {
+            Some(o) => log::info!(
+                "restart continues in {}, the output directory holding {} (--out DIR to write \
+                 elsewhere)",
+                o.display(),
+                ck.display()
+            ),
+            None => log::warn!(
+                "{} is not in an output directory's `{}/` (OUT/{}/ckpt_*.h5): the restart \
+                 writes to output/{}/; give --out DIR to choose where",
+                ck.display(),
+                dirs[0],
+                dirs[0],
+                scene.name
+            ),
+        }
+    }
+    out
 }
 
 /// The scene stored in a checkpoint, validated. Its data files are found beside the original
@@ -240,11 +368,15 @@ fn stored_scene(ck: &Path, info: &checkpoint::CheckpointInfo) -> Result<Scene, E
 }
 
 fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
-    let mut scene = load_scene(cli)?;
+    let (mut scene, stored_dir) = load_scene(cli)?;
     scene.reproducible |= cli.reproducible;
+    let out = match (&cli.out, &cli.restart) {
+        (None, Some(ck)) => restart_out(ck, &scene, stored_dir.as_deref()),
+        _ => cli.out.clone(),
+    };
     let opts = RunOptions {
         steps: cli.steps,
-        out: cli.out.clone(),
+        out,
         mpi,
         grid: cli.grid,
         restart: cli.restart.clone(),

@@ -16,7 +16,8 @@ use std::time::Instant;
 pub struct RunOptions {
     /// Step number at which to stop (default: the scene's).
     pub steps: Option<u64>,
-    /// Output directory (default `output/<scene name>/`).
+    /// Output directory (default `output/<scene name>/`; main.rs gives a restart the one
+    /// holding its checkpoint, [`restart_out_dir`]).
     pub out: Option<PathBuf>,
     /// Run on the MPI world (`mpirun`), not as a plain single process.
     pub mpi: bool,
@@ -113,17 +114,119 @@ fn phase_stats(sim: &Simulation) -> Vec<PhaseStats> {
         .collect()
 }
 
+/// `rel` joined under `dir`, refused (bad input) unless it is relative and every component is
+/// a plain name (`.` aside): no root, no `..`, not empty. Every path the run writes is the
+/// output directory (`--out`, else `output/<name>`) joined with such a name: the scene's
+/// `name`, its `checkpoint.dir` (both validated at parse, scene/; this guards the driver should
+/// one ever reach it unvalidated) and fixed file names (`series.csv`, `strainer.csv`,
+/// `specimen.txt`, `timing.json`, `snapshots/`, `snapshots.xmf`, `ckpt_<step>.h5`, `latest`,
+/// `failed_<step>.h5`) — so outputs never land outside the output directory. Only `--out`
+/// itself is taken as given.
+pub fn join_under(dir: &Path, what: &str, rel: &str) -> Result<PathBuf> {
+    use std::path::Component::{CurDir, Normal};
+    let p = Path::new(rel);
+    let plain = p.components().all(|c| matches!(c, Normal(_) | CurDir));
+    if !plain || !p.components().any(|c| matches!(c, Normal(_))) {
+        return Err(Error::Input(format!(
+            "{what} `{rel}` must be a relative name inside {} (no `..`, not absolute)",
+            dir.display()
+        )));
+    }
+    Ok(dir.join(p))
+}
+
+/// Check, before the set-up (which may take minutes), that the output directory can be
+/// created and written: rank 0 creates it and a probe file, then removes the probe and the
+/// directories it created (bad input found later in the set-up, such as an impossible rank
+/// grid, must still leave nothing behind), and every rank learns the verdict (collective, over
+/// the world communicator: the run's does not exist yet). Rank 0 alone writes the CSV files and
+/// renames the HDF5 files, so its view decides. A failure is an I/O failure (exit 1), reported
+/// by rank 0 as `DIR: cannot write the output directory: <OS error>`; the other ranks stop
+/// with it.
+pub fn check_out_dir(dir: &Path) -> Result<()> {
+    use crate::domain::comm::Comm;
+    let rank = Comm::world_rank();
+    let probe = || -> std::io::Result<()> {
+        // the missing directories, innermost first
+        let missing: Vec<&Path> = (dir.ancestors())
+            .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
+            .collect();
+        std::fs::create_dir_all(dir)?;
+        let p = dir.join(format!(".demhpc-write-test-{}", std::process::id()));
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"demhpc\n"));
+        let removed = match written {
+            Ok(()) => std::fs::remove_file(&p),
+            Err(_) => Ok(()),
+        };
+        for d in missing {
+            std::fs::remove_dir(d).ok();
+        }
+        written.and(removed)
+    };
+    let failed = match rank {
+        0 => probe().err(),
+        _ => None,
+    };
+    if Comm::world_any(failed.is_some()) {
+        return Err(match failed {
+            Some(e) => Error::io(dir, format!("cannot write the output directory: {e}")),
+            None => Error::Peer { rank, step: 0 },
+        });
+    }
+    Ok(())
+}
+
+/// The output directory a restart from `checkpoint` continues in when no `--out` is given: the
+/// one holding it, `OUT` for `OUT/<ck_dir>/ckpt_*.h5` with `ck_dir` one of the scene's
+/// `checkpoint.dir`s given (the stored scene's, which wrote it, and the one now used), so that
+/// `series.csv`, the snapshots and the checkpoints continue where they were. `None` when the
+/// file is not in such a layout (copied elsewhere). The path is taken lexically (joined to the
+/// working directory only when it is too short to hold `ck_dir`), not resolved, so a symbolic
+/// link such as `OUT/checkpoints → /scratch/…` keeps the run in `OUT`.
+pub fn restart_out_dir(checkpoint: &Path, ck_dirs: &[&str]) -> Option<PathBuf> {
+    use std::path::Component::{CurDir, Normal};
+    let parent: PathBuf = (checkpoint.parent()?.components())
+        .filter(|c| *c != CurDir)
+        .collect();
+    let strip = |parent: &Path| {
+        ck_dirs.iter().find_map(|d| {
+            let d: PathBuf = (Path::new(d).components())
+                .filter(|c| matches!(c, Normal(_)))
+                .collect();
+            let n = d.components().count();
+            // `ends_with` compares whole components: `OUT/checkpoints` ends with
+            // `checkpoints`, `OUT/old_checkpoints` does not.
+            if n == 0 || !parent.ends_with(&d) {
+                return None;
+            }
+            let out = parent.ancestors().nth(n)?;
+            Some(match out.as_os_str().is_empty() {
+                true => PathBuf::from("."),
+                false => out.to_path_buf(),
+            })
+        })
+    };
+    strip(&parent).or_else(|| strip(&std::env::current_dir().ok()?.join(&parent)))
+}
+
 /// Run a validated scene (every rank calls it; rank 0 writes the series, the snapshot files
-/// and `timing.json`).
+/// and `timing.json`). The output directory is checked first ([`check_out_dir`]), before the
+/// set-up.
 pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
-    let out_dir = opts
-        .out
-        .clone()
-        .unwrap_or_else(|| Path::new("output").join(&scene.name));
+    let out_dir = match &opts.out {
+        Some(d) => d.clone(),
+        None => join_under(Path::new("output"), "scene name", &scene.name)?,
+    };
+    let ck = scene.checkpoint.clone();
+    let ck_dir = join_under(&out_dir, "checkpoint.dir", &ck.dir)?;
+    check_out_dir(&out_dir)?;
     let end = opts.steps.unwrap_or(scene.steps);
     let output = scene.output.clone();
     let strain_every = scene.strainer.as_ref().map_or(0, |s| s.every);
-    let ck = scene.checkpoint.clone();
     // The scene's path made absolute: a restart resolves the scene's data files relative to
     // it, from whatever directory the restart is started in.
     let scene_path = std::fs::canonicalize(&scene.file).unwrap_or_else(|_| scene.file.clone());
@@ -158,7 +261,6 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     }
     // Rank 0 creates the output files; a failure there is agreed by every rank (exit 1 on
     // all, no rank left stepping alone).
-    let ck_dir = out_dir.join(&ck.dir);
     let made = match root {
         true => std::fs::create_dir_all(&ck_dir).map_err(|e| Error::io(&ck_dir, e)),
         false => Ok(()),
@@ -652,4 +754,42 @@ fn write_timing(
         table.join(",\n")
     );
     crate::io::write_atomic(&dir.join("timing.json"), json.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_under_takes_plain_relative_names_only() {
+        let out = Path::new("out");
+        assert_eq!(join_under(out, "n", "a").unwrap(), Path::new("out/a"));
+        assert_eq!(join_under(out, "n", "a/b").unwrap(), Path::new("out/a/b"));
+        assert_eq!(join_under(out, "n", "./a").unwrap(), Path::new("out/./a"));
+        for bad in ["", ".", "..", "../a", "a/../..", "/abs", "a/../b"] {
+            assert!(join_under(out, "n", bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn restart_continues_in_the_directory_holding_the_checkpoint() {
+        let ck = "checkpoints";
+        let at = |p: &str, dirs: &[&str]| restart_out_dir(Path::new(p), dirs);
+        let p = |s: &str| Some(PathBuf::from(s));
+        assert_eq!(at("o/checkpoints/ckpt_1.h5", &[ck]), p("o"));
+        assert_eq!(at("/a/b/checkpoints/ckpt_1.h5", &[ck]), p("/a/b"));
+        assert_eq!(at("checkpoints/ckpt_1.h5", &[ck]), p("."));
+        assert_eq!(at("./checkpoints/ckpt_1.h5", &[ck]), p("."));
+        assert_eq!(at("../checkpoints/ckpt_1.h5", &[ck]), p(".."));
+        assert_eq!(at("o/ck/deep/ckpt_1.h5", &["ck/deep"]), p("o"));
+        assert_eq!(at("o/ck/deep/ckpt_1.h5", &[ck, "./ck/deep"]), p("o"));
+        // not in a checkpoint directory: no output directory to continue in
+        assert_eq!(at("o/old_checkpoints/ckpt_1.h5", &[ck]), None);
+        assert_eq!(at("/tmp/copy.h5", &[ck]), None);
+        // a bare file name is looked up in the working directory
+        let cwd = std::env::current_dir().unwrap();
+        let want = (cwd.file_name() == Some(std::ffi::OsStr::new(ck)))
+            .then(|| cwd.parent().unwrap().to_path_buf());
+        assert_eq!(at("ckpt_1.h5", &[ck]), want);
+    }
 }

@@ -1,6 +1,8 @@
-//! Stop requests from the batch system: SIGTERM and SIGUSR1 (Slurm's `--signal=B:USR1@T`, and
-//! what `scancel`/the time limit send) set a flag; the run loop sees it between steps, agrees
-//! on it with the other ranks, writes a checkpoint and exits 0 (run.rs).
+//! Stop requests from the batch system: SIGTERM (what `scancel` and the time limit send),
+//! SIGUSR1 and SIGUSR2 (Slurm's `--signal=B:USR1@T` / `--signal=USR2@T`; `mpirun` and `srun`
+//! forward both user signals to every rank) set a flag; the run loop sees it between steps,
+//! agrees on it with the other ranks, writes a checkpoint and exits 0 (run.rs). Without a
+//! handler SIGUSR2 would kill the ranks (exit 140) with no checkpoint.
 
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -12,13 +14,14 @@ extern "C" fn on_signal(sig: libc::c_int) {
     STOP.store(sig, Ordering::SeqCst);
 }
 
-/// Install the handlers for SIGTERM and SIGUSR1 (call once, before the run).
+/// Install the handlers for SIGTERM, SIGUSR1 and SIGUSR2 (call once, before the run).
 pub fn install() {
     let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
     // SAFETY: `on_signal` is async-signal-safe (one atomic store) and lives for the program.
     unsafe {
         libc::signal(libc::SIGTERM, handler);
         libc::signal(libc::SIGUSR1, handler);
+        libc::signal(libc::SIGUSR2, handler);
     }
 }
 
@@ -40,6 +43,7 @@ pub fn name(sig: i32) -> &'static str {
     match sig {
         libc::SIGTERM => "SIGTERM",
         libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
         _ => "a stop request",
     }
 }

@@ -41,7 +41,13 @@ pub struct Stats {
     pub ke_trans: f64,
     pub ke_rot: f64,
     pub n_contacts: usize,
-    /// Mean |resultant force| on free particles / mean |contact force| (Yade's unbalanced force).
+    /// Yade's unbalanced force: mean |resultant force| (contacts + gravity) on the free
+    /// particles / mean |contact force| (sphere–sphere and sphere–wall). Finite for finite
+    /// forces: with no contact force to compare with (no contacts, or contacts all at zero
+    /// force, as CPM links at the start) it is 1 when a free particle carries a resultant
+    /// force — none of it is balanced, as in free fall — and 0 when none does (nothing acts,
+    /// or no particle is free). Yade's `Shop::unbalancedForce` divides by the contact count
+    /// and gives NaN there.
     pub unbalanced: f64,
     /// Largest overlap / smaller radius over all contacts.
     pub max_overlap_rel: f64,
@@ -188,6 +194,29 @@ pub struct Simulation {
     /// The next step's integrator returns the box of the displacements (see `advance`).
     want_box: bool,
     halo: f64,
+}
+
+/// [`Stats::unbalanced`] from Σ|F| over the `n_free` free particles and Σ|F_c| over the
+/// `n_contacts` contacts.
+fn unbalanced_force(f_free: f64, n_free: usize, f_contacts: f64, n_contacts: usize) -> f64 {
+    let mean_free = if n_free > 0 {
+        f_free / n_free as f64
+    } else {
+        0.0
+    };
+    let mean_contact = if n_contacts > 0 {
+        f_contacts / n_contacts as f64
+    } else {
+        0.0
+    };
+    if mean_free.is_nan() || mean_contact.is_nan() {
+        return f64::NAN; // a blow-up (the series' `check` stops the run before)
+    }
+    match (mean_contact > 0.0, mean_free > 0.0) {
+        (true, _) => mean_free / mean_contact,
+        (false, true) => 1.0,
+        (false, false) => 0.0,
+    }
 }
 
 /// This rank's spheres, created from the scene's generators (ARCHITECTURE.md "Distributed
@@ -941,11 +970,7 @@ impl Simulation {
         let max_ov = self.comm.max_f64(max_ov);
         let v: Vec<f64> = sums.iter().map(|s| s.value()).collect();
         let (n_contacts, n_free) = (counts[0] as usize, counts[1] as usize);
-        let unbalanced = if n_contacts > 0 && v[2] > 0.0 && n_free > 0 {
-            (v[3] / n_free as f64) / (v[2] / n_contacts as f64)
-        } else {
-            f64::NAN
-        };
+        let unbalanced = unbalanced_force(v[3], n_free, v[2], n_contacts);
         Stats {
             ke_trans: v[0],
             ke_rot: v[1],

@@ -238,10 +238,10 @@ fn stopped_at(o: &Output, signal: &str) -> u64 {
 /// is written, the solver exits 0, and the restart finishes exactly like an uninterrupted run.
 ///
 /// `mpirun` itself forwards SIGUSR1 and exits with the ranks' status (0), but on SIGTERM
-/// OpenMPI's launcher terminates the job by its own rule: it forwards SIGTERM to the ranks
-/// (which checkpoint and exit 0, as the stop message printed by rank 0 shows), sends SIGKILL
-/// after `odls_base_sigkill_timeout` seconds, and reports 1 itself whatever the ranks did.
-/// Under Slurm, `srun` forwards SIGTERM and returns the ranks' 0.
+/// OpenMPI's launcher terminates the job by its own rule: it sends the ranks SIGCONT, SIGTERM
+/// `odls_base_sigkill_timeout` seconds later (1 s; they checkpoint and exit 0, as the stop
+/// message printed by rank 0 shows), SIGKILL as long again after, and reports 1 itself
+/// whatever the ranks did. Under Slurm, `srun` forwards SIGTERM and returns the ranks' 0.
 #[test]
 fn signals_checkpoint_and_restart_finishes_identically() {
     let tmp = TempDir::new("ck-signal");
@@ -278,6 +278,75 @@ fn signals_checkpoint_and_restart_finishes_identically() {
         );
         std::fs::remove_dir_all(tmp.0.join("ref")).unwrap();
     }
+}
+
+/// SIGUSR2 stops like SIGUSR1 (issue 18; before it had a handler it killed the ranks, exit
+/// 140, no checkpoint): sent to the solver (1 rank) and to `mpirun -n 2` (which forwards it),
+/// every rank finishes its step, the checkpoint at that step is published, the exit status is
+/// 0, and the checkpoint restarts.
+#[test]
+fn sigusr2_checkpoints_and_exits_0() {
+    let tmp = TempDir::new("ck-usr2");
+    for ranks in [1, 2] {
+        let out = format!("usr2_{ranks}");
+        let o = signal_mid_run(&tmp, ranks, libc::SIGUSR2, &out);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let stop = stopped_at(&o, "SIGUSR2");
+        let at = latest(&tmp.0.join(&out));
+        assert_eq!(at, ckpt(&tmp.0.join(&out), stop));
+        restart(&tmp, &at, ranks, stop + 20, &out);
+        assert!(ckpt(&tmp.0.join(&out), stop + 20).exists());
+    }
+}
+
+/// A restart without `--out` continues the run's own outputs (issue 18): started from another
+/// directory with a relative path to `OUT/checkpoints/ckpt_….h5`, it writes into `OUT` — the
+/// series goes on (one header, rows in order, the old rows kept), the next checkpoint lands
+/// beside the first — and creates nothing in its working directory. A checkpoint copied out of
+/// that layout restarts into `output/<name>/` with a warning naming `--out`.
+#[test]
+fn restart_without_out_continues_in_the_run_directory() {
+    let tmp = TempDir::new("ck-noout");
+    let (run_dir, other) = (tmp.0.join("run"), tmp.0.join("other"));
+    std::fs::create_dir(&run_dir).unwrap();
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(run_dir.join("scene.ron"), settle_with_checkpoints(0, 2)).unwrap();
+    ok(
+        &demhpc(1, 1, &["--steps", "200", "scene.ron"], &run_dir),
+        "first run",
+    );
+    let out = run_dir.join("output/scene");
+    let series = || std::fs::read_to_string(out.join("series.csv")).unwrap();
+    let before = series();
+    let ck = "../run/output/scene/checkpoints/ckpt_0000000200.h5";
+    let o = demhpc(1, 1, &["--restart", ck, "--steps", "400"], &other);
+    ok(&o, "restart without --out");
+    assert!(
+        std::fs::read_dir(&other).unwrap().next().is_none(),
+        "the restart wrote into its working directory"
+    );
+    assert!(ckpt(&out, 400).exists());
+    let after = series();
+    assert!(
+        after.starts_with(&before),
+        "old rows changed:\n{before}\n{after}"
+    );
+    let steps: Vec<&str> = after
+        .lines()
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(steps, ["step", "100", "200", "300", "400"], "{after}");
+    // The same checkpoint outside an output directory: output/<name>/ of the working directory.
+    std::fs::copy(ckpt(&out, 400), tmp.0.join("copy.h5")).unwrap();
+    let o = demhpc(1, 1, &["--restart", "../copy.h5", "--steps", "500"], &other);
+    ok(&o, "restart of a copy");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("output/scene/") && err.contains("--out"),
+        "{err}"
+    );
+    let series = std::fs::read_to_string(other.join("output/scene/series.csv")).unwrap();
+    assert_eq!(series.lines().count(), 2, "{series}");
 }
 
 /// Acceptance 4: a process SIGKILLed while writing a checkpoint (half-way through the file,

@@ -558,15 +558,20 @@ fn series_csv() {
         assert_eq!(r[col(&h, "ke_rot_J")], 0.0, "row {r:?}");
         let nc = r[col(&h, "n_contacts")];
         let ke = r[col(&h, "ke_trans_J")];
+        let unbalanced = r[col(&h, "unbalanced")];
         if nc > 0.0 {
             seen_contact = true;
             assert_eq!(nc, 1.0, "one sphere–sphere contact: {r:?}");
+            // each sphere's resultant is the contact force: mean |F| / mean |F_c| = 1
+            assert!(close(unbalanced, 1.0, 1e-12), "row {r:?}");
             assert!(r[col(&h, "max_overlap_rel")] > 0.0, "row {r:?}");
             assert!(ke < ke0, "energy stored in the contact: {r:?}");
         } else {
             // Before and after the collision: all energy kinetic (1 % at this coarse dt).
             assert!(close(ke, ke0, 1e-2), "KE {ke} vs {ke0}: {r:?}");
             assert_eq!(r[col(&h, "max_overlap_rel")], 0.0, "row {r:?}");
+            // no contact and no force at all: nothing unbalanced (not NaN)
+            assert_eq!(unbalanced, 0.0, "row {r:?}");
         }
     }
     assert!(
@@ -574,4 +579,52 @@ fn series_csv() {
         "the row at step 60 (t = 0.6 ms) is during the contact"
     );
     assert_eq!(rows.last().unwrap()[col(&h, "n_contacts")], 0.0);
+}
+
+/// `unbalanced` without a contact force to compare with is finite (it used to be NaN): 1 for a
+/// sphere in free fall (its whole resultant, m g, is unbalanced), 0 for two CPM spheres held
+/// by a cohesive link at its equilibrium distance (the link carries no force, nor does either
+/// sphere).
+#[test]
+fn unbalanced_is_finite_without_contact_forces() {
+    let tmp = TempDir::new("unbalanced");
+    let scenes = [
+        (
+            "fall",
+            r#"Scene(materials: [Frict(name: "m", young: 1e7, friction_angle: 0.5, density: 2600.0)],
+            spheres: [Sphere(pos: (0.0, 0.0, 0.0), radius: 0.01, material: "m")],
+            gravity: (0.0, 0.0, -9.81), dt: Fixed(1e-4), run: Steps(20),
+            domain: Domain(lo: (-1.0, -1.0, -1.0), hi: (1.0, 1.0, 1.0)),
+            output: Output(series_every: 10))"#,
+            1.0,
+        ),
+        (
+            "link",
+            r#"Scene(materials: [Cpm(name: "c", params: (young: 24e9, density: 4800.0))],
+            spheres: [Sphere(pos: (0.0, 0.0, 0.0), radius: 0.002, material: "c"),
+                      Sphere(pos: (0.0035, 0.0, 0.0), radius: 0.002, material: "c")],
+            dt: PWave(0.5), run: Steps(20), output: Output(series_every: 10))"#,
+            0.0,
+        ),
+    ];
+    for (name, scene, want) in scenes {
+        let file = tmp.0.join(format!("{name}.ron"));
+        std::fs::write(&file, scene).unwrap();
+        let out = tmp.0.join(name);
+        let o = Command::new(BIN)
+            .args(["-q", "--threads", "1", "--out"])
+            .arg(&out)
+            .arg(&file)
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", describe(&o));
+        let (h, rows) = read_series(&out);
+        assert_eq!(rows.len(), 2, "{name}");
+        for r in &rows {
+            let nc = r[col(&h, "n_contacts")];
+            assert_eq!(nc, if name == "link" { 1.0 } else { 0.0 }, "{name}: {r:?}");
+            assert_eq!(r[col(&h, "unbalanced")], want, "{name}: {r:?}");
+        }
+    }
 }

@@ -79,6 +79,39 @@ impl Comm {
         SimpleCommunicator::world().rank() as usize
     }
 
+    /// True on every rank if `x` is true on some rank, over the world communicator: for the
+    /// start-up checks that must agree before a run's communicator exists (collective: every
+    /// rank calls it at the same point, after `MpiEnv::init`).
+    pub fn world_any(x: bool) -> bool {
+        Self::world_max_u64(x as u64) > 0
+    }
+
+    /// Global minimum of an integer over the world communicator (start-up; collective).
+    pub fn world_min_u64(x: u64) -> u64 {
+        u64::MAX - Self::world_max_u64(u64::MAX - x)
+    }
+
+    fn world_max_u64(x: u64) -> u64 {
+        let world = SimpleCommunicator::world();
+        if world.size() == 1 {
+            return x;
+        }
+        let mut v = [x];
+        reduce_in_place(&world, &mut v, SystemOperation::max());
+        v[0]
+    }
+
+    /// Number of world ranks on this rank's node: those that share memory with it
+    /// (`MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`, whatever the launcher; start-up,
+    /// collective).
+    pub fn world_node_size() -> usize {
+        let world = SimpleCommunicator::world();
+        if world.size() == 1 {
+            return 1;
+        }
+        world.split_shared(world.rank()).size() as usize
+    }
+
     pub fn rank(&self) -> usize {
         match self {
             Comm::Serial => 0,

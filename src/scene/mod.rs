@@ -1113,27 +1113,47 @@ impl Scene {
 }
 
 /// Refuse spheres with coincident centres (the contact normal is undefined) and warn about
-/// initial overlaps deeper than 10 % of the smaller radius (they start with a large force).
+/// initial overlaps deeper than 10 % of the smaller radius (they start with a large force),
+/// naming the deepest pair (gids, overlap / smaller radius) and counting them.
 /// Collective: `ps` holds this rank's spheres (owned) and, as ghosts, every other sphere within
 /// 2 max radii of its subdomain; a pair is judged by the rank owning its lower gid, so each
-/// pair counts once, and the verdict (the smallest offending pair) is agreed over all ranks.
+/// pair counts once, and the verdicts (the smallest offending pair; the deepest overlap, ties
+/// to the smallest pair) are agreed over all ranks.
+///
+/// CPM scenes get no overlap warning: every pair closer than R_I (r₁ + r₂) becomes a cohesive
+/// link at the first step with its initial distance as equilibrium distance d₀ (thesis
+/// eq. 2.21, §6.1.4; thesis-digest §3.1, §1.4), so an initial overlap carries no force (ε_N =
+/// l/d₀ − 1 = 0, eq. 2.28). Dense packings (gen.rs `dense_pack`) keep residual overlaps by
+/// design: `cpm_tension.ron` has one pair at 12 % of r, and a run of that packing without the
+/// strainer stays at rest (kinetic energy 0 J after 500 steps), while the same packing with a
+/// frictional material throws spheres out of the domain within 330 steps.
 pub fn check_overlaps(scene: &Scene, ps: &Particles, comm: &Comm) -> Result<()> {
     let mut grid = crate::collide::CellGrid::default();
     let mut cands = Vec::new();
     crate::collide::sphere_candidates(ps, 0.0, &V3::repeat(1.0), &mut grid, &mut cands);
+    let warn = scene.interaction_radius.is_none();
     let mut deep = 0u64;
     let mut first = (u64::MAX, u64::MAX);
+    // (overlap / smaller radius, pair) of the deepest overlap over the warning's threshold
+    let mut worst = (0.0f64, (u64::MAX, u64::MAX));
     for c in &cands {
+        // particle 1 (`c.i`) has the lower gid; a ghost there is another rank's to judge
         let (i, j) = (c.i as usize, c.j as usize);
-        if j >= ps.n_owned && ps.gid[j] < ps.gid[i] {
-            continue; // the lower gid is another rank's: it judges this pair
+        if i >= ps.n_owned {
+            continue;
         }
         let (r1, r2) = (ps.radius[i], ps.radius[j]);
         let d = (ps.pos[j] - ps.pos[i]).norm();
         if d <= 1e-9 * (r1 + r2) {
             first = first.min(c.key);
         }
-        deep += (r1 + r2 - d > 0.1 * r1.min(r2)) as u64;
+        let rel = (r1 + r2 - d) / r1.min(r2);
+        if warn && rel > 0.1 {
+            deep += 1;
+            if rel > worst.0 || (rel == worst.0 && c.key < worst.1) {
+                worst = (rel, c.key);
+            }
+        }
     }
     let g0 = comm.min_u64(first.0);
     let g1 = comm.min_u64(if first.0 == g0 { first.1 } else { u64::MAX });
@@ -1143,11 +1163,29 @@ pub fn check_overlaps(scene: &Scene, ps: &Particles, comm: &Comm) -> Result<()> 
         )));
     }
     let deep = comm.sum_u64(deep);
-    if deep > 0 && comm.is_root() {
-        log::warn!(
-            "{}: {deep} pairs of spheres overlap by more than 10 % of a radius at the start",
-            scene.file.display()
-        );
+    if deep > 0 {
+        let rel = comm.max_f64(worst.0);
+        let mine = worst.0 == rel;
+        let w0 = comm.min_u64(if mine { worst.1 .0 } else { u64::MAX });
+        let w1 = comm.min_u64(if mine && worst.1 .0 == w0 {
+            worst.1 .1
+        } else {
+            u64::MAX
+        });
+        if comm.is_root() {
+            let (a, b) = (scene.source_of(w0), scene.source_of(w1));
+            let from = match a.path == b.path {
+                true => a.path.clone(),
+                false => format!("{} and {}", a.path, b.path),
+            };
+            log::warn!(
+                "{}: {deep} pair(s) of spheres overlap by more than 10 % of the smaller radius at \
+                 the start (a large initial force); the deepest: gid {w0} and gid {w1} ({from}), \
+                 by {:.1} % of the smaller radius",
+                scene.file.display(),
+                100.0 * rel
+            );
+        }
     }
     Ok(())
 }
