@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Verify a demhpc checkpoint's checksums independently of demhpc (h5py + numpy only), as
-docs/checkpoint-format.md defines them: the CRC-32C of every dataset's little-endian bytes in
-row order (attribute `crc32c`) and of the root attributes (`attrs_crc32c`).
+docs/checkpoint-format.md defines them: the integrity block (CRC-32C of HDF5's metadata, in
+the file's user block), the CRC-32C of every dataset's little-endian bytes in row order
+(attribute `crc32c`) and of the root attributes (`attrs_crc32c`).
 
     /usr/bin/python3 scripts/check_checkpoint.py output/NAME/checkpoints/ckpt_0000001000.h5
 
@@ -30,7 +31,8 @@ def crc32c(data: bytes) -> int:
     return c ^ 0xFFFFFFFF
 
 
-def attrs_digest(a) -> int:
+def attrs_digest(f) -> int:
+    a = f.attrs
     buf = bytearray()
 
     def put(name, v: bytes):
@@ -38,7 +40,7 @@ def attrs_digest(a) -> int:
 
     def text(k):
         v = a[k]
-        return v.encode() if isinstance(v, str) else bytes(v)
+        return v.encode() if isinstance(v, str) else bytes(v).rstrip(b"\0")
 
     u64 = lambda k: struct.pack("<Q", int(a[k]))  # noqa: E731
     put("format_version", u64("format_version"))
@@ -54,18 +56,43 @@ def attrs_digest(a) -> int:
     put("decomp_bbox_hi", np.asarray(a["decomp_bbox_hi"], "<f8").tobytes())
     put("need_rebuild", bytes([int(a["need_rebuild"])]))
     put("n_rebuilds", u64("n_rebuilds"))
-    for k in ["scene_text", "scene_file", "engines"]:
-        put(k, text(k))
+    put("scene_text", f["text/scene"][:].tobytes())
+    put("scene_file", text("scene_file"))
+    put("engines", f["text/engines"][:].tobytes())
     return crc32c(bytes(buf))
 
 
+def integrity_block(path: str) -> bool:
+    """The integrity block in the file's first 4096 bytes: header checksum, zero padding, file
+    length, and the CRC-32C of every byte outside the datasets' raw data (HDF5's metadata)."""
+    raw = open(path, "rb").read()
+    b = raw[:4096]
+    if b[:16] != b"demhpc-integrity":
+        return False
+    n = struct.unpack_from("<I", b, 20)[0]
+    end = 48 + 16 * n
+    ok = crc32c(b[:end]) == struct.unpack_from("<I", b, end)[0] and not any(b[end + 4 :])
+    file_len, meta_len, meta_crc = struct.unpack_from("<QQI", b, 24)
+    ok = ok and file_len == len(raw)
+    at, meta = 4096, bytearray()
+    ranges = [struct.unpack_from("<QQ", b, 48 + 16 * k) for k in range(n)]
+    for start, stop in [(o, o + ln) for o, ln in ranges] + [(len(raw), len(raw))]:
+        if start > at:
+            meta += raw[at:start]
+        at = max(at, stop)
+    return ok and len(meta) == meta_len and crc32c(bytes(meta)) == meta_crc
+
+
 def main(path: str) -> int:
+    ok = integrity_block(path)
     f = h5py.File(path, "r")
     if int(f.attrs["format_version"]) < 2:
         print(f"{path}: format version 1: no checksums")
         return 0
     bad = 0
-    ok = attrs_digest(f.attrs) == int(f.attrs["attrs_crc32c"])
+    print(f"{'ok ' if ok else 'BAD'} integrity block (HDF5 metadata)")
+    bad += not ok
+    ok = attrs_digest(f) == int(f.attrs["attrs_crc32c"])
     print(f"{'ok ' if ok else 'BAD'} root attributes")
     bad += not ok
     names = []

@@ -427,6 +427,7 @@ fn corrupt_checkpoints_are_refused_clearly() {
             assert!(
                 err.contains("not a readable demhpc checkpoint")
                     || err.contains("not a demhpc checkpoint")
+                    || err.contains("damaged checkpoint")
                     || err.contains("No such file"),
                 "{args:?}: {err}"
             );

@@ -7,14 +7,13 @@
 //! moment leaves the previous checkpoint and pointer intact.
 
 use super::checksum::{self, Piece};
-use super::h5par::{read_rows, write_rows, ParFile};
+use super::h5par::{read_rows, read_str_attr, write_rows, write_str_attr, ParFile};
 use crate::contact::store::ContactState;
 use crate::domain::comm::Comm;
 use crate::error::{Error, Result};
 use crate::particles::Particles;
 use crate::sim::{Restored, Simulation};
 use crate::{Quat, V3};
-use hdf5::types::VarLenUnicode;
 use hdf5::{File, H5Type};
 use std::path::{Path, PathBuf};
 
@@ -128,10 +127,7 @@ fn collect(sim: &Simulation) -> Local {
 }
 
 fn attr_str(f: &File, name: &str, v: &str) -> hdf5::Result<()> {
-    let s: VarLenUnicode = v
-        .parse()
-        .map_err(|_| hdf5::Error::from("string attribute"))?;
-    f.new_attr::<VarLenUnicode>().create(name)?.write_scalar(&s)
+    write_str_attr(f, name, v)
 }
 
 fn attr<T: H5Type>(loc: &hdf5::Location, name: &str, v: T) -> hdf5::Result<()> {
@@ -184,6 +180,8 @@ const LAYOUT: &[(&str, Kind, usize)] = &[
     ("walls/normal", Kind::F64, 3),
     ("walls/vel", Kind::F64, 3),
     ("walls/ref_point", Kind::F64, 3),
+    ("text/scene", Kind::U8, 1),
+    ("text/engines", Kind::U8, 1),
 ];
 
 /// This rank's rows of one dataset.
@@ -207,9 +205,16 @@ impl Rows<'_> {
     }
 }
 
-/// The rows of every dataset this rank writes, in [`LAYOUT`] order (walls: rank 0's only).
-fn rows_of<'a>(l: &'a Local, walls: &'a [Vec<f64>; 4], root: bool) -> Vec<Rows<'a>> {
+/// The rows of every dataset this rank writes, in [`LAYOUT`] order (walls and texts: rank 0's
+/// only).
+fn rows_of<'a>(
+    l: &'a Local,
+    walls: &'a [Vec<f64>; 4],
+    texts: [&'a str; 2],
+    root: bool,
+) -> Vec<Rows<'a>> {
     let w = |k: usize| Rows::F64(if root { &walls[k] } else { &[] });
+    let t = |k: usize| Rows::U8(if root { texts[k].as_bytes() } else { &[] });
     vec![
         Rows::U64(&l.gid),
         Rows::F64(&l.pos),
@@ -236,11 +241,14 @@ fn rows_of<'a>(l: &'a Local, walls: &'a [Vec<f64>; 4], root: bool) -> Vec<Rows<'
         w(1),
         w(2),
         w(3),
+        t(0),
+        t(1),
     ]
 }
 
 /// Create dataset `name` with `total` rows of `cols` (1 = a 1-D dataset), its `crc32c`
 /// attribute, and write this rank's block at `offset` (collective over the file's ranks).
+/// Returns where its data lies in the file (offset, bytes; `None` when it has none).
 fn dataset<T: H5Type>(
     f: &File,
     name: &str,
@@ -248,7 +256,7 @@ fn dataset<T: H5Type>(
     data: &[T],
     crc: u32,
     collective: bool,
-) -> hdf5::Result<()> {
+) -> hdf5::Result<Option<(u64, u64)>> {
     let b = f.new_dataset::<T>();
     let ds = if cols == 1 {
         b.shape([total as usize]).create(name)?
@@ -256,7 +264,184 @@ fn dataset<T: H5Type>(
         b.shape([total as usize, cols]).create(name)?
     };
     attr(&ds, CRC_ATTR, crc)?;
-    write_rows(&ds, offset as usize, cols, data, collective)
+    write_rows(&ds, offset as usize, cols, data, collective)?;
+    let bytes = total * cols as u64 * std::mem::size_of::<T>() as u64;
+    Ok(ds.offset().filter(|_| bytes > 0).map(|o| (o, bytes)))
+}
+
+// ------------------------------------------------------------------------- integrity block
+
+/// Bytes reserved at the start of a checkpoint for its integrity block (an HDF5 user block:
+/// HDF5 starts the file after it and never reads it).
+const USERBLOCK: u64 = 4096;
+/// First bytes of the integrity block.
+const MAGIC: &[u8; 16] = b"demhpc-integrity";
+/// Most data ranges the block can list.
+const MAX_RANGES: usize = (USERBLOCK as usize - 52) / 16;
+
+/// The integrity block protects what the datasets' checksums cannot: HDF5's own metadata
+/// (superblock, object headers, attributes, B-trees, heaps). HDF5 1.10 does not check it and
+/// crashes on some damage to it (a segfault decoding an attribute message, a huge allocation
+/// from a damaged shape: found by flipping bits, tests/corrupt.rs), so every byte of the file
+/// outside the datasets' raw data is checksummed here and verified with plain reads *before*
+/// HDF5 opens the file. Layout (little-endian): magic (16 bytes), version u32 = 1, number n of
+/// data ranges u32, file length u64, metadata bytes u64, metadata CRC-32C u32, 0u32, then n ×
+/// (offset u64, length u64) of the datasets' raw data in file order, then the CRC-32C of all
+/// the preceding bytes of the block, then zeros to the end of the block (checked: no byte of
+/// the file goes unchecked). The metadata CRC covers `[USERBLOCK, file length)` minus
+/// the data ranges, in file order.
+struct Integrity {
+    file_len: u64,
+    meta_len: u64,
+    meta_crc: u32,
+    ranges: Vec<(u64, u64)>,
+}
+
+impl Integrity {
+    fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(USERBLOCK as usize);
+        b.extend_from_slice(MAGIC);
+        b.extend_from_slice(&1u32.to_le_bytes());
+        b.extend_from_slice(&(self.ranges.len() as u32).to_le_bytes());
+        b.extend_from_slice(&self.file_len.to_le_bytes());
+        b.extend_from_slice(&self.meta_len.to_le_bytes());
+        b.extend_from_slice(&self.meta_crc.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        for &(o, l) in &self.ranges {
+            b.extend_from_slice(&o.to_le_bytes());
+            b.extend_from_slice(&l.to_le_bytes());
+        }
+        let c = crc32c::crc32c(&b);
+        b.extend_from_slice(&c.to_le_bytes());
+        b.resize(USERBLOCK as usize, 0);
+        b
+    }
+
+    /// The block in `b` (the file's first bytes): `Ok(None)` without the magic (a file of
+    /// format version 1, or not a checkpoint); `Err` if the block itself is damaged.
+    fn decode(b: &[u8]) -> std::result::Result<Option<Integrity>, String> {
+        if b.len() < USERBLOCK as usize || &b[..16] != MAGIC {
+            return Ok(None);
+        }
+        let u32_at = |k: usize| u32::from_le_bytes(b[k..k + 4].try_into().unwrap());
+        let u64_at = |k: usize| u64::from_le_bytes(b[k..k + 8].try_into().unwrap());
+        let n = u32_at(20) as usize;
+        if u32_at(16) != 1 || n > MAX_RANGES {
+            return Err("the integrity block is damaged (version or range count)".into());
+        }
+        let end = 48 + 16 * n;
+        if crc32c::crc32c(&b[..end]) != u32_at(end) || b[end + 4..].iter().any(|&x| x != 0) {
+            return Err("the integrity block fails its checksum".into());
+        }
+        Ok(Some(Integrity {
+            file_len: u64_at(24),
+            meta_len: u64_at(32),
+            meta_crc: u32_at(40),
+            ranges: (0..n)
+                .map(|k| (u64_at(48 + 16 * k), u64_at(56 + 16 * k)))
+                .collect(),
+        }))
+    }
+}
+
+/// CRC piece and byte count of `[USERBLOCK, file_len)` minus `ranges` (sorted, disjoint),
+/// read with plain file reads.
+fn metadata_crc(
+    f: &mut std::fs::File,
+    file_len: u64,
+    ranges: &[(u64, u64)],
+) -> std::io::Result<Piece> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut p = Piece::default();
+    let mut at = USERBLOCK;
+    let mut buf = Vec::new();
+    let gaps = ranges
+        .iter()
+        .map(|&(o, l)| (o, o + l))
+        .chain(std::iter::once((file_len, file_len)));
+    for (start, end) in gaps {
+        if start > at {
+            buf.resize((start - at) as usize, 0);
+            f.seek(SeekFrom::Start(at))?;
+            f.read_exact(&mut buf)?;
+            p.append(&buf);
+        }
+        at = at.max(end);
+    }
+    Ok(p)
+}
+
+/// Rank 0, after the close: checksum the metadata of the finished file and write the
+/// integrity block into its user block.
+fn seal(tmp: &Path, mut ranges: Vec<(u64, u64)>) -> Result<()> {
+    use std::io::{Seek, SeekFrom, Write};
+    ranges.sort_unstable();
+    if ranges.len() > MAX_RANGES {
+        return Err(Error::io(tmp, "too many datasets for the integrity block"));
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(tmp)
+        .map_err(|e| Error::io(tmp, e))?;
+    let file_len = f.metadata().map_err(|e| Error::io(tmp, e))?.len();
+    if ranges
+        .iter()
+        .any(|&(o, l)| o < USERBLOCK || o + l > file_len)
+    {
+        return Err(Error::io(
+            tmp,
+            "a dataset lies outside the file (HDF5 offsets)",
+        ));
+    }
+    let p = metadata_crc(&mut f, file_len, &ranges).map_err(|e| Error::io(tmp, e))?;
+    let block = Integrity {
+        file_len,
+        meta_len: p.len,
+        meta_crc: p.crc,
+        ranges,
+    }
+    .encode();
+    f.seek(SeekFrom::Start(0))
+        .and_then(|_| f.write_all(&block))
+        .map_err(|e| Error::io(tmp, e))
+}
+
+/// Verify the integrity block of `path` before HDF5 reads it: `Ok(true)` when the metadata
+/// checks, `Ok(false)` when the file has no block (format version 1, or not a checkpoint:
+/// HDF5 judges), an input error naming the damage otherwise.
+fn precheck(path: &Path) -> Result<bool> {
+    use std::io::Read;
+    let mut f =
+        std::fs::File::open(path).map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut head = vec![0u8; USERBLOCK.min(len) as usize];
+    f.read_exact(&mut head)
+        .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+    let Some(b) = Integrity::decode(&head).map_err(|m| damaged(path, m))? else {
+        return Ok(false);
+    };
+    if b.file_len != len {
+        return Err(damaged(
+            path,
+            format!(
+                "the file is {len} bytes, it was written with {} (truncated or appended to)",
+                b.file_len
+            ),
+        ));
+    }
+    let p = metadata_crc(&mut f, len, &b.ranges)
+        .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+    if p.len != b.meta_len || p.crc != b.meta_crc {
+        return Err(damaged(
+            path,
+            format!(
+                "HDF5's metadata fails its checksum (stored {:#010x}, computed {:#010x})",
+                b.meta_crc, p.crc
+            ),
+        ));
+    }
+    Ok(true)
 }
 
 /// Name of the checksum attribute of every dataset (format version 2).
@@ -309,7 +494,12 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
     let lead = (comm.sum_u64(n_lead), comm.exscan_u64(n_lead));
     let info = info_of_sim(sim, scene_text, scene_file, tots);
     let walls = wall_rows(sim);
-    let rows = rows_of(&l, &walls, comm.is_root());
+    let rows = rows_of(
+        &l,
+        &walls,
+        [&info.scene_text, &info.engines],
+        comm.is_root(),
+    );
     let crcs = checksum::join(comm, &rows.iter().map(Rows::piece).collect::<Vec<_>>());
     let n_walls = sim.walls.len() as u64;
     let extent = |k: usize| -> (u64, u64, usize) {
@@ -319,21 +509,28 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
             Some("contacts") => (tots[1], offs[1]),
             Some("wall_contacts") => (tots[2], offs[2]),
             Some("leading") => lead,
+            _ if name == "text/scene" => (info.scene_text.len() as u64, 0),
+            _ if name == "text/engines" => (info.engines.len() as u64, 0),
             _ => (n_walls, 0),
         };
         (total, offset, cols)
     };
     let tmp = path.with_extension("h5.tmp");
-    let w = ParFile::create(
-        comm,
-        &tmp,
-        2 * (scene_text.len() + info.engines.len()) as u64,
-    )?;
+    let hint = 2 * (scene_text.len() + info.engines.len()) as u64;
+    let w = ParFile::create(comm, &tmp, hint, USERBLOCK)?;
     let collective = w.collective();
+    let mut data_ranges = Vec::new();
     let written = (|| -> Result<()> {
         w.step(|f| {
             write_root_attrs(f, &info)?;
-            for g in ["particles", "contacts", "wall_contacts", "leading", "walls"] {
+            for g in [
+                "particles",
+                "contacts",
+                "wall_contacts",
+                "leading",
+                "walls",
+                "text",
+            ] {
                 f.create_group(g)?;
             }
             Ok(())
@@ -343,13 +540,14 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
                 fault_kill(sim.step);
             }
             let (name, e, crc) = (LAYOUT[k].0, extent(k), crcs[k]);
-            w.step(|f| match r {
+            let at = w.step(|f| match r {
                 Rows::U8(v) => dataset(f, name, e, v, crc, collective),
                 Rows::U16(v) => dataset(f, name, e, v, crc, collective),
                 Rows::U64(v) => dataset(f, name, e, v, crc, collective),
                 Rows::I32(v) => dataset(f, name, e, v, crc, collective),
                 Rows::F64(v) => dataset(f, name, e, v, crc, collective),
             })?;
+            data_ranges.extend(at);
         }
         Ok(())
     })();
@@ -361,7 +559,7 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
         }
     }
     let published = if comm.is_root() {
-        publish(&tmp, path)
+        seal(&tmp, data_ranges).and_then(|()| publish(&tmp, path))
     } else {
         Ok(())
     };
@@ -403,9 +601,7 @@ fn write_root_attrs(f: &File, i: &CheckpointInfo) -> hdf5::Result<()> {
     attr_vec(f, "decomp_bbox_hi", i.bbox_hi.as_slice())?;
     attr(f, "need_rebuild", i.need_rebuild as u8)?;
     attr(f, "n_rebuilds", i.n_rebuilds)?;
-    attr_str(f, "scene_text", &i.scene_text)?;
     attr_str(f, "scene_file", &i.scene_file)?;
-    attr_str(f, "engines", &i.engines)?;
     attr(f, ATTRS_CRC_ATTR, i.digest())?;
     Ok(())
 }
@@ -533,7 +729,33 @@ fn damaged(path: &Path, what: impl std::fmt::Display) -> Error {
 }
 
 fn get_str(f: &File, name: &str) -> hdf5::Result<String> {
-    Ok(f.attr(name)?.read_scalar::<VarLenUnicode>()?.to_string())
+    read_str_attr(f, name)
+}
+
+/// Longest text dataset read (the scene file limit is 16 MiB; a damaged shape must not size
+/// an allocation).
+const MAX_TEXT: usize = 64 << 20;
+
+/// A text of format version 2 (`text/scene`, `text/engines`: UTF-8 bytes), checked against
+/// its own checksum before use.
+fn get_text(f: &File, name: &str) -> std::result::Result<String, Fault> {
+    let d = f.dataset(name)?;
+    let n = d.shape().first().copied().unwrap_or(0);
+    if d.ndim() != 1 || n > MAX_TEXT {
+        return Err(Fault::Damaged(format!(
+            "dataset {name}: shape {:?}",
+            d.shape()
+        )));
+    }
+    let b = read_rows::<u8>(&d, 0, n, 1)?;
+    let stored = d.attr(CRC_ATTR)?.read_scalar::<u32>()?;
+    let computed = Piece::of(&b).crc;
+    if stored != computed {
+        return Err(Fault::Damaged(format!(
+            "dataset {name} fails its checksum (stored {stored:#010x}, computed {computed:#010x})"
+        )));
+    }
+    String::from_utf8(b).map_err(|_| Fault::Damaged(format!("dataset {name}: not UTF-8")))
 }
 
 fn get<T: H5Type>(f: &File, name: &str) -> hdf5::Result<T> {
@@ -554,7 +776,13 @@ fn open(path: &Path) -> Result<File> {
     if !meta.is_file() {
         return Err(Error::Input(format!("{}: not a file", path.display())));
     }
-    File::open(path).map_err(bad(path))
+    let sealed = precheck(path)?;
+    let f = File::open(path).map_err(bad(path))?;
+    // A file of version 2 always carries the block: without it, HDF5's metadata is unchecked.
+    if !sealed && get::<u64>(&f, "format_version").is_ok_and(|v| v >= 2) {
+        return Err(damaged(path, "the integrity block is missing"));
+    }
+    Ok(f)
 }
 
 impl CheckpointInfo {
@@ -680,9 +908,15 @@ fn info_of(f: &File) -> std::result::Result<CheckpointInfo, Fault> {
         bbox_hi: get3(f, "decomp_bbox_hi")?,
         need_rebuild: get::<u8>(f, "need_rebuild")? != 0,
         n_rebuilds: get(f, "n_rebuilds")?,
-        scene_text: get_str(f, "scene_text")?,
+        scene_text: match version {
+            1 => get_str(f, "scene_text")?,
+            _ => get_text(f, "text/scene")?,
+        },
         scene_file: get_str(f, "scene_file")?,
-        engines: get_str(f, "engines")?,
+        engines: match version {
+            1 => get_str(f, "engines")?,
+            _ => get_text(f, "text/engines")?,
+        },
     };
     if version >= 2 {
         let stored: u32 = get(f, ATTRS_CRC_ATTR)?;

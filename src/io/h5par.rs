@@ -288,13 +288,17 @@ pub const CLOSE_WATCHDOG: std::time::Duration = std::time::Duration::from_secs(1
 impl<'c> ParFile<'c> {
     /// Create `tmp` (truncating it) on every rank (collective); `metadata_hint`: bytes of
     /// large attributes the file will hold.
-    pub fn create(comm: &'c Comm, tmp: &Path, metadata_hint: u64) -> Result<Self> {
-        let f = match comm.raw_world() {
-            Some(raw) => hdf5::File::with_options()
-                .with_fapl(|p| p.mpio(raw, None))
-                .create(tmp),
-            None => hdf5::File::create(tmp),
-        };
+    /// `userblock`: bytes reserved at the start of the file for the caller (0 or a power of
+    /// two ≥ 512; HDF5 ignores them, see `checkpoint`'s integrity block).
+    pub fn create(comm: &'c Comm, tmp: &Path, metadata_hint: u64, userblock: u64) -> Result<Self> {
+        let mut b = hdf5::File::with_options();
+        if userblock > 0 {
+            b.with_fcpl(|p| p.userblock(userblock));
+        }
+        if let Some(raw) = comm.raw_world() {
+            b.with_fapl(|p| p.mpio(raw, None));
+        }
+        let f = b.create(tmp);
         let (file, local) = match f {
             Ok(f) => (Some(f), Ok(())),
             Err(e) => (None, Err(io_error(tmp, e))),
@@ -462,4 +466,112 @@ pub fn trim_and_sync(path: &Path) -> Result<()> {
     trim_release(path)?
         .sync_all()
         .map_err(|e| Error::io(path, e))
+}
+
+// ----------------------------------------------------------- strings without HDF5's heap
+
+/// Longest string attribute read back (a damaged size field must not size an allocation).
+const MAX_STR_ATTR: usize = 1 << 20;
+
+/// Write `value` as a *fixed-length* UTF-8 string attribute `name` of the object `loc` (a
+/// scalar of exactly its bytes). Variable-length strings live in HDF5's global heap, and a
+/// damaged heap reference makes HDF5 itself crash when it reads them (`H5HG_read`, found by
+/// tests/corrupt.rs): a fixed-length string holds its bytes in the attribute message.
+/// h5py reads it as `bytes` (`f.attrs[name].decode()`).
+pub fn write_str_attr(loc: &hdf5::Location, name: &str, value: &str) -> hdf5::Result<()> {
+    use hdf5_sys::h5a::{H5Aclose, H5Acreate2, H5Awrite};
+    use hdf5_sys::h5s::{H5S_class_t, H5Screate};
+    use hdf5_sys::h5t::{H5T_cset_t, H5T_str_t, H5Tclose, H5Tcopy, H5Tset_cset, H5Tset_size};
+    use hdf5_sys::h5t::{H5Tset_strpad, H5T_C_S1};
+    let cname = std::ffi::CString::new(name).map_err(|_| hdf5::Error::from("attribute name"))?;
+    hdf5::sync::sync(|| {
+        // SAFETY: plain HDF5 calls on ids created here, closed on every path below; the buffer
+        // holds exactly `size` bytes (at least one).
+        unsafe {
+            let t = H5Tcopy(*H5T_C_S1);
+            check(t, "H5Tcopy")?;
+            let size = value.len().max(1);
+            let mut buf = value.as_bytes().to_vec();
+            buf.resize(size, 0);
+            let sp = H5Screate(H5S_class_t::H5S_SCALAR);
+            let mut r = check(H5Tset_size(t, size) as i64, "H5Tset_size")
+                .and(check(
+                    H5Tset_cset(t, H5T_cset_t::H5T_CSET_UTF8) as i64,
+                    "H5Tset_cset",
+                ))
+                .and(check(
+                    H5Tset_strpad(t, H5T_str_t::H5T_STR_NULLPAD) as i64,
+                    "H5Tset_strpad",
+                ))
+                .and(check(sp, "H5Screate"));
+            if r.is_ok() {
+                let a = H5Acreate2(loc.id(), cname.as_ptr(), t, sp, 0, 0);
+                r = check(a, "H5Acreate2");
+                if r.is_ok() {
+                    r = check(H5Awrite(a, t, buf.as_ptr().cast()) as i64, "H5Awrite");
+                    H5Aclose(a);
+                }
+            }
+            if sp >= 0 {
+                hdf5_sys::h5s::H5Sclose(sp);
+            }
+            H5Tclose(t);
+            r
+        }
+    })
+}
+
+/// Read a string attribute: fixed-length ([`write_str_attr`], at most [`MAX_STR_ATTR`]
+/// bytes, trailing NULs dropped) or, for files of format version 1, variable-length.
+pub fn read_str_attr(loc: &hdf5::Location, name: &str) -> hdf5::Result<String> {
+    use hdf5_sys::h5a::{H5Aclose, H5Aget_type, H5Aopen, H5Aread};
+    use hdf5_sys::h5t::{H5T_class_t, H5Tclose, H5Tget_class, H5Tget_size, H5Tis_variable_str};
+    let cname = std::ffi::CString::new(name).map_err(|_| hdf5::Error::from("attribute name"))?;
+    let fixed = hdf5::sync::sync(|| -> hdf5::Result<Option<Vec<u8>>> {
+        // SAFETY: ids opened here are closed on every path; the read fills exactly `size`
+        // bytes of a buffer of that size.
+        unsafe {
+            let a = H5Aopen(loc.id(), cname.as_ptr(), 0);
+            check(a, "H5Aopen")?;
+            let t = H5Aget_type(a);
+            let r = (|| {
+                check(t, "H5Aget_type")?;
+                if H5Tget_class(t) != H5T_class_t::H5T_STRING {
+                    return Err(hdf5::Error::from(format!(
+                        "attribute {name} is not a string"
+                    )));
+                }
+                if H5Tis_variable_str(t) > 0 {
+                    return Ok(None);
+                }
+                let size = H5Tget_size(t);
+                if size == 0 || size > MAX_STR_ATTR {
+                    return Err(hdf5::Error::from(format!(
+                        "attribute {name}: string of {size} bytes"
+                    )));
+                }
+                let mut buf = vec![0u8; size];
+                check(H5Aread(a, t, buf.as_mut_ptr().cast()) as i64, "H5Aread")?;
+                Ok(Some(buf))
+            })();
+            if t >= 0 {
+                H5Tclose(t);
+            }
+            H5Aclose(a);
+            r
+        }
+    })?;
+    match fixed {
+        Some(mut b) => {
+            while b.last() == Some(&0) {
+                b.pop();
+            }
+            String::from_utf8(b)
+                .map_err(|_| hdf5::Error::from(format!("attribute {name}: not UTF-8")))
+        }
+        None => Ok(loc
+            .attr(name)?
+            .read_scalar::<hdf5::types::VarLenUnicode>()?
+            .to_string()),
+    }
 }

@@ -197,7 +197,7 @@ fn h5err(path: &Path) -> impl Fn(hdf5::Error) -> Error + '_ {
 /// ([`ParFile`]): a write error on any rank stops every rank at the same dataset, and the
 /// partial file is closed by all and removed.
 fn write_h5(comm: &Comm, path: &Path, step: u64, time: f64, b: &Block) -> Result<()> {
-    let w = ParFile::create(comm, path, 0)?;
+    let w = ParFile::create(comm, path, 0, 0)?;
     let collective = w.collective();
     let (n, o) = (b.total, b.first);
     let written = (|| -> Result<()> {
