@@ -59,6 +59,8 @@ def attrs_digest(f) -> int:
     put("scene_text", f["text/scene"][:].tobytes())
     put("scene_file", text("scene_file"))
     put("engines", f["text/engines"][:].tobytes())
+    for k in ["decomp_cuts_x", "decomp_cuts_y", "decomp_cuts_z"]:
+        put(k, np.asarray(a[k], "<f8").tobytes())
     return crc32c(bytes(buf))
 
 

@@ -476,6 +476,10 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     ];
     sim.comm.sum_f64s(&mut tr);
     let (pairs, wall_pairs) = (sim.pairs.len(), sim.wall_pairs.len());
+    let load = sim.load().map(|x| {
+        let c = &sim.comm;
+        [c.min_u64(x), c.sum_u64(x), c.max_u64(x)]
+    });
     let mut timing = Ok(());
     if root {
         let ranks = sim.comm.size();
@@ -484,6 +488,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             ranks,
             bytes_per_step_per_rank: tr[0] / (done.max(1) as f64 * ranks as f64),
             ghost_fraction: tr[1] / n.max(1) as f64,
+            load,
+            balances: sim.n_balances,
         };
         // a run that had nothing to do keeps the timing report of the run that did the work
         if done > 0 {
@@ -499,6 +505,23 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             comm.ghost_fraction,
             comm.bytes_per_step_per_rank
         );
+        if ranks > 1 {
+            let f = |k: usize| {
+                let [mn, sum, mx] = load[k];
+                let avg = sum as f64 / ranks as f64;
+                format!(
+                    "{mn}/{avg:.0}/{mx} (max/avg {:.3})",
+                    mx as f64 / avg.max(1e-300)
+                )
+            };
+            info!(
+                "load per rank, min/avg/max: particles {}, contacts {}, modelled cost {}; {} cut move(s)",
+                f(0),
+                f(1),
+                f(3),
+                sim.n_balances
+            );
+        }
         info!("phase        min s      avg s      max s   %total  imbalance");
         for p in &phases {
             info!(
@@ -637,6 +660,7 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
             info.format_version
         );
     }
+    restart_cuts(&mut sim, path, &info)?;
     let dec = sim.dec.clone();
     let restored = checkpoint::read_local(path, &info, &limits, |x| dec.owns(x));
     // A rank that cannot read its part must not leave the others waiting in `restore`.
@@ -658,6 +682,33 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
         );
     }
     Ok(sim)
+}
+
+/// The cuts a restart reads its particles with: the checkpoint's, on the grid that wrote them
+/// (load balancing moved them; the same cuts give every rank the same particles, and the
+/// continuation is bitwise), else — another rank count — cuts balanced on the particles'
+/// reference positions (each rank reads a share; collective).
+fn restart_cuts(
+    sim: &mut Simulation,
+    path: &Path,
+    info: &checkpoint::CheckpointInfo,
+) -> Result<()> {
+    let same_grid = info.grid == sim.dec.dims.map(|d| d as u64);
+    match &info.cuts {
+        Some(c) if same_grid => {
+            let cuts = [0, 1, 2].map(|a| Some(c[a].clone()));
+            sim.apply_cuts(cuts)?;
+        }
+        _ if sim.balance.enabled && sim.dec.n_ranks() > 1 => {
+            let share = checkpoint::read_ref_pos_share(path, info, &sim.comm)?;
+            let cost = vec![crate::domain::balance::PARTICLE; share.len()];
+            let mut hist = Vec::new();
+            let cuts = sim.balanced_cuts(&mut hist, &share, &cost, true);
+            sim.apply_cuts(cuts)?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Write a checkpoint of the current state into `dir`, move `latest` to it and prune old ones
@@ -699,6 +750,25 @@ struct Comm {
     ranks: usize,
     bytes_per_step_per_rank: f64,
     ghost_fraction: f64,
+    /// Per rank (min, sum, max) of: particles, contacts, ghosts, modelled cost.
+    load: [[u64; 3]; 4],
+    balances: u64,
+}
+
+/// `{"particles": {"min": …, "avg": …, "max": …}, "contacts": …, "ghosts": …, "cost": …}`.
+fn load_json(c: &Comm) -> String {
+    let names = ["particles", "contacts", "ghosts", "cost"];
+    let items: Vec<String> = names
+        .iter()
+        .zip(&c.load)
+        .map(|(n, [mn, sum, mx])| {
+            format!(
+                "\"{n}\": {{\"min\": {mn}, \"avg\": {:.3}, \"max\": {mx}}}",
+                *sum as f64 / c.ranks as f64
+            )
+        })
+        .collect();
+    format!("{{{}}}", items.join(", "))
 }
 
 fn write_timing(
@@ -733,7 +803,7 @@ fn write_timing(
         io.writes, io.write_s, io.write_bytes, io.read_s, io.read_bytes
     );
     let json = format!(
-        "{{\n  \"scene\": \"{}\",\n  \"ranks\": {},\n  \"grid\": [{}, {}, {}],\n  \"threads\": {},\n  \"reproducible\": {},\n  \"particles\": {},\n  \"steps\": {},\n  \"wall_s\": {:.6},\n  \"setup_s\": {:.6},\n  \"particle_steps_per_s\": {:.6e},\n  \"rebuilds\": {},\n  \"ghost_fraction\": {:.6},\n  \"bytes_sent_per_step_per_rank\": {:.1},\n  \"checkpoint\": {},\n  \"phases_s\": {{{}}},\n  \"phases\": {{\n{}\n  }}\n}}\n",
+        "{{\n  \"scene\": \"{}\",\n  \"ranks\": {},\n  \"grid\": [{}, {}, {}],\n  \"threads\": {},\n  \"reproducible\": {},\n  \"particles\": {},\n  \"steps\": {},\n  \"wall_s\": {:.6},\n  \"setup_s\": {:.6},\n  \"particle_steps_per_s\": {:.6e},\n  \"rebuilds\": {},\n  \"ghost_fraction\": {:.6},\n  \"bytes_sent_per_step_per_rank\": {:.1},\n  \"load_per_rank\": {},\n  \"cut_moves\": {},\n  \"checkpoint\": {},\n  \"phases_s\": {{{}}},\n  \"phases\": {{\n{}\n  }}\n}}\n",
         sim.name,
         c.ranks,
         d[0],
@@ -749,6 +819,8 @@ fn write_timing(
         sim.n_rebuilds,
         c.ghost_fraction,
         c.bytes_per_step_per_rank,
+        load_json(c),
+        c.balances,
         ck,
         ph.join(", "),
         table.join(",\n")

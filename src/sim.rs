@@ -6,6 +6,7 @@
 use crate::collide::{self, CellGrid};
 use crate::contact::store::{Candidate, ContactState, PairList};
 use crate::contact::{self, Wall};
+use crate::domain::balance;
 use crate::domain::comm::Comm;
 use crate::domain::decomp::{self, Decomp};
 use crate::domain::exact::ExactSum;
@@ -17,6 +18,7 @@ use crate::forces::ForceSlots;
 use crate::integrate;
 use crate::material::{CpmMat, Material, MixTable};
 use crate::particles::{Particles, PermuteScratch, BLOCK_ALL};
+use crate::scene::schema::BalanceSpec;
 use crate::scene::Scene;
 use crate::V3;
 use rayon::prelude::*;
@@ -194,6 +196,15 @@ pub struct Simulation {
     /// The next step's integrator returns the box of the displacements (see `advance`).
     want_box: bool,
     halo: f64,
+    /// Load balancing of the rank grid's cuts (`domain::balance`).
+    pub balance: BalanceSpec,
+    /// Cut moves so far (start-up and rebuilds).
+    pub n_balances: u64,
+    /// Max over average modelled cost per rank at the last rebuild (1 with one rank).
+    pub imbalance: f64,
+    /// Scratch of the balancing: modelled cost per owned particle, and a cost histogram.
+    cost: Vec<u64>,
+    hist: Vec<i64>,
 }
 
 /// [`Stats::unbalanced`] from Σ|F| over the `n_free` free particles and Σ|F_c| over the
@@ -261,7 +272,145 @@ impl Simulation {
         // Open axes are cut over the bounding box of the initial centres (wrapped into the
         // cell), found by the scene's streaming walk without creating the spheres.
         let bbox = (scene.summary.lo, scene.summary.hi);
-        Self::build_with_bbox(scene, mpi, grid, bbox, true)
+        let mut sim = Self::build_with_bbox(scene, mpi, grid, bbox, true)?;
+        sim.balance_start()?;
+        Ok(sim)
+    }
+
+    /// Start-up balancing (collective): cuts at the quantiles of the particle count, wherever
+    /// they fall, and every particle sent to its owner under them (an all-to-all: no contact
+    /// exists yet).
+    fn balance_start(&mut self) -> Result<()> {
+        if !self.balance.enabled || self.dec.n_ranks() < 2 {
+            return Ok(());
+        }
+        self.particle_costs();
+        let mut hist = std::mem::take(&mut self.hist);
+        let pos = &self.ps.pos[..self.ps.n_owned];
+        let cuts = self.balanced_cuts(&mut hist, pos, &self.cost, true);
+        self.hist = hist;
+        if self.apply_cuts(cuts)? {
+            let tc = Instant::now();
+            self.halo_ex
+                .redistribute(&self.comm, &self.dec, &mut self.ps);
+            self.timers.comm += tc.elapsed();
+        }
+        Ok(())
+    }
+
+    /// The cuts that even out `cost` (one entry per position in `pos`, this rank's share of
+    /// all particles) over the ranks: per cut axis, the global cost profile (one histogram
+    /// reduction) and its quantiles (`balance::cuts`); `None` for an axis that keeps its cuts.
+    /// `anywhere`: no limit on the moves (start-up, restart), else within the neighbouring
+    /// slabs (a rebuild's migration follows). Collective; the same on every rank.
+    pub fn balanced_cuts(
+        &self,
+        hist: &mut Vec<i64>,
+        pos: &[V3],
+        cost: &[u64],
+        anywhere: bool,
+    ) -> [Option<Vec<f64>>; 3] {
+        let mut out = [None, None, None];
+        for (a, o) in out.iter_mut().enumerate() {
+            let p = self.dec.dims[a];
+            if p < 2 {
+                continue;
+            }
+            let (lo, hi) = if self.domain.periodic[a] {
+                (self.domain.lo[a], self.domain.hi[a])
+            } else {
+                let (mn, mx) = pos.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |m, x| {
+                    (m.0.min(x[a]), m.1.max(x[a]))
+                });
+                (self.comm.min_f64(mn), self.comm.max_f64(mx))
+            };
+            if !(lo.is_finite() && hi.is_finite() && hi > lo) {
+                continue;
+            }
+            let bins = balance::BINS_PER_SLAB * p;
+            hist.clear();
+            hist.resize(bins, 0);
+            for (x, &c) in pos.iter().zip(cost) {
+                hist[balance::bin_of(x[a], lo, hi, bins)] += c as i64;
+            }
+            self.comm.sum_i64s(hist);
+            *o = balance::cuts(&self.dec.cuts[a], hist, lo, hi, self.halo, !anywhere);
+        }
+        out
+    }
+
+    /// Take new cuts (the same on every rank); whether any moved. Refuses (a bug) cuts that
+    /// leave a subdomain thinner than the halo.
+    pub fn apply_cuts(&mut self, cuts: [Option<Vec<f64>>; 3]) -> Result<bool> {
+        let mut moved = false;
+        for (a, c) in cuts.into_iter().enumerate() {
+            if let Some(c) = c {
+                self.dec.cuts[a] = c;
+                moved = true;
+            }
+        }
+        if moved {
+            self.dec
+                .check_halo(self.halo)
+                .map_err(|e| Error::Runtime(format!("load balancing: {e}")))?;
+            self.n_balances += 1;
+        }
+        Ok(moved)
+    }
+
+    /// The modelled cost of each owned particle (`balance::cost`) into `self.cost`: its
+    /// candidate and touching pairs of the last rebuild and step, sphere and wall.
+    fn particle_costs(&mut self) {
+        let n = self.ps.n_owned;
+        self.cost.clear();
+        self.cost.resize(n, balance::PARTICLE);
+        for (list, sides) in [(&self.pairs, 2), (&self.wall_pairs, 1)] {
+            for k in 0..list.len() {
+                let w = balance::CANDIDATE + if list.active[k] { balance::CONTACT } else { 0 };
+                let ends = [list.i[k], list.j[k]];
+                for &p in &ends[..sides] {
+                    if (p as usize) < n {
+                        self.cost[p as usize] += w;
+                    }
+                }
+            }
+        }
+    }
+
+    /// This rank's load: owned particles, contacts it computes (touching pairs of its lists,
+    /// a pair across two ranks counted on both), ghosts, and the modelled cost
+    /// (`balance::cost`).
+    pub fn load(&mut self) -> [u64; 4] {
+        self.particle_costs();
+        let touching = |l: &PairList| l.active.iter().filter(|&&a| a).count() as u64;
+        [
+            self.ps.n_owned as u64,
+            touching(&self.pairs) + touching(&self.wall_pairs),
+            self.ps.n_ghosts() as u64,
+            self.cost.iter().sum(),
+        ]
+    }
+
+    /// At a rebuild (collective): measure the imbalance of the modelled cost and, above the
+    /// scene's threshold, move the cuts (within the neighbouring slabs: the migration that
+    /// follows moves the particles). Whether any cut moved.
+    fn balance_rebuild(&mut self) -> Result<bool> {
+        let n_ranks = self.dec.n_ranks();
+        if n_ranks < 2 {
+            return Ok(false);
+        }
+        self.particle_costs();
+        let local: u64 = self.cost.iter().sum();
+        let (sum, max) = (self.comm.sum_u64(local), self.comm.max_u64(local));
+        self.imbalance = balance::imbalance(max, sum, n_ranks);
+        if !self.balance.enabled || self.imbalance <= self.balance.threshold {
+            return Ok(false);
+        }
+        let mut hist = std::mem::take(&mut self.hist);
+        let pos = &self.ps.pos[..self.ps.n_owned];
+        let cuts = self.balanced_cuts(&mut hist, pos, &self.cost, false);
+        self.hist = hist;
+        self.apply_cuts(cuts)
     }
 
     /// Like `build`, with the bounding box over which open axes are cut given (restarts), and
@@ -374,6 +523,11 @@ impl Simulation {
             need_rebuild: true,
             want_box: false,
             halo,
+            balance: scene.balance,
+            n_balances: 0,
+            imbalance: 1.0,
+            cost: Vec::new(),
+            hist: Vec::new(),
         })
     }
 
@@ -584,6 +738,7 @@ impl Simulation {
             }));
         }
         self.domain.wrap_owned(&mut self.ps);
+        self.balance_rebuild()?;
         let tc = Instant::now();
         self.halo_ex.migrate(
             &self.comm,

@@ -130,6 +130,19 @@ impl Comm {
         self.rank() == 0
     }
 
+    /// The rank at grid coordinates `c` (0 without MPI): row-major, the order MPI_Cart_rank
+    /// gives a grid created without reordering (rsmpi's `coordinates_to_rank` refuses a zero
+    /// coordinate on an open axis, a bug).
+    pub fn rank_at(&self, c: [usize; 3]) -> usize {
+        match self {
+            Comm::Serial => 0,
+            Comm::Mpi(m) => {
+                let d = m.cart.get_layout().dims;
+                (c[0] * d[1] as usize + c[1]) * d[2] as usize + c[2]
+            }
+        }
+    }
+
     /// This rank's coordinates in the rank grid.
     pub fn coords(&self) -> [usize; 3] {
         match self {

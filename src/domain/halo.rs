@@ -204,6 +204,48 @@ impl Halo {
         Ok(())
     }
 
+    /// Send every owned particle to the rank that owns it under `dec` (one all-to-all, any
+    /// distance): the start-up's balanced cuts may move a particle across several subdomains.
+    /// Only without contact histories (a fresh start); owned particles end up in the order of
+    /// the sending ranks, each rank's in its own order.
+    pub fn redistribute(&mut self, comm: &Comm, dec: &Decomp, ps: &mut Particles) {
+        debug_assert_eq!(ps.n_ghosts(), 0);
+        let p = comm.size();
+        let dest: Vec<usize> = (0..ps.n_owned)
+            .map(|i| {
+                let x = ps.pos[i];
+                comm.rank_at([0, 1, 2].map(|a| dec.coord_of(a, x[a])))
+            })
+            .collect();
+        let mut counts = vec![0usize; p];
+        for &d in &dest {
+            counts[d] += P_F64;
+        }
+        let mut at: Vec<usize> = counts
+            .iter()
+            .scan(0, |acc, &c| {
+                let d = *acc;
+                *acc += c;
+                Some(d)
+            })
+            .collect();
+        let mut send = vec![0.0; ps.n_owned * P_F64];
+        let mut rec = Vec::with_capacity(P_F64);
+        for (i, &d) in dest.iter().enumerate() {
+            rec.clear();
+            pack_particle(&ps.get(i), &mut rec);
+            send[at[d]..at[d] + P_F64].copy_from_slice(&rec);
+            at[d] += P_F64;
+        }
+        self.traffic.bytes_sent += 8 * (send.len() - counts[comm.rank()]) as u64;
+        let mut recv = Vec::new();
+        comm.all_to_all_f64s(&send, &counts, &mut recv);
+        ps.truncate(0);
+        for r in recv.chunks_exact(P_F64) {
+            ps.push_owned(&unpack_particle(r));
+        }
+    }
+
     /// Direction (0 down, 1 up) in which gid `g` leaves, if it does.
     fn leaving_dir(&self, g: u64) -> Option<usize> {
         self.leaving

@@ -5,6 +5,7 @@
 //! covered; the MPI decomposition extends exactly this with neighbour ranks. The only place
 //! that will call rsmpi (see [`mpi_env`]).
 
+pub mod balance;
 pub mod comm;
 pub mod decomp;
 pub mod exact;

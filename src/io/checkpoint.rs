@@ -48,6 +48,10 @@ pub struct CheckpointInfo {
     pub scene_file: String,
     /// Engine and controller state (RON; empty when the scene has none).
     pub engines: String,
+    /// The rank grid's cut planes per axis (`dims + 1` each, ±∞ at open ends; version 2): a
+    /// restart on the same grid takes them (load balancing moved them), so that every rank
+    /// owns what it owned and the continuation is bitwise.
+    pub cuts: Option<[Vec<f64>; 3]>,
 }
 
 // ---------------------------------------------------------------------------------- writing
@@ -475,6 +479,7 @@ fn info_of_sim(
         scene_text: scene_text.to_string(),
         scene_file: scene_file.to_string(),
         engines: sim.engine_state(),
+        cuts: Some(sim.dec.cuts.clone()),
     }
 }
 
@@ -601,6 +606,11 @@ fn write_root_attrs(f: &File, i: &CheckpointInfo) -> hdf5::Result<()> {
     attr_vec(f, "decomp_bbox_hi", i.bbox_hi.as_slice())?;
     attr(f, "need_rebuild", i.need_rebuild as u8)?;
     attr(f, "n_rebuilds", i.n_rebuilds)?;
+    if let Some(c) = &i.cuts {
+        attr_vec(f, "decomp_cuts_x", &c[0])?;
+        attr_vec(f, "decomp_cuts_y", &c[1])?;
+        attr_vec(f, "decomp_cuts_z", &c[2])?;
+    }
     attr_str(f, "scene_file", &i.scene_file)?;
     attr(f, ATTRS_CRC_ATTR, i.digest())?;
     Ok(())
@@ -822,6 +832,15 @@ impl CheckpointInfo {
         put("scene_text", self.scene_text.as_bytes());
         put("scene_file", self.scene_file.as_bytes());
         put("engines", self.engines.as_bytes());
+        if let Some(c) = &self.cuts {
+            for (a, name) in ["decomp_cuts_x", "decomp_cuts_y", "decomp_cuts_z"]
+                .iter()
+                .enumerate()
+            {
+                let b: Vec<u8> = c[a].iter().flat_map(|x| x.to_le_bytes()).collect();
+                put(name, &b);
+            }
+        }
         crc32c::crc32c(&b)
     }
 
@@ -855,6 +874,18 @@ impl CheckpointInfo {
         }
         if self.n_particles == 0 {
             return Some("attribute n_particles = 0".into());
+        }
+        if let Some(c) = &self.cuts {
+            let ok = (0..3).all(|a| {
+                c[a].len() as u64 == self.grid[a] + 1
+                    && c[a].windows(2).all(|w| w[0] < w[1])
+                    && c[a].iter().all(|x| !x.is_nan())
+            });
+            if !ok {
+                return Some(format!(
+                    "attributes decomp_cuts_x/y/z {c:?} do not fit the grid"
+                ));
+            }
         }
         None
     }
@@ -908,6 +939,14 @@ fn info_of(f: &File) -> std::result::Result<CheckpointInfo, Fault> {
         bbox_hi: get3(f, "decomp_bbox_hi")?,
         need_rebuild: get::<u8>(f, "need_rebuild")? != 0,
         n_rebuilds: get(f, "n_rebuilds")?,
+        cuts: match version {
+            1 => None,
+            _ => Some([
+                f.attr("decomp_cuts_x")?.read_raw::<f64>()?,
+                f.attr("decomp_cuts_y")?.read_raw::<f64>()?,
+                f.attr("decomp_cuts_z")?.read_raw::<f64>()?,
+            ]),
+        },
         scene_text: match version {
             1 => get_str(f, "scene_text")?,
             _ => get_text(f, "text/scene")?,
@@ -1283,6 +1322,28 @@ fn read_local_h5(
         leading,
         engines: info.engines.clone(),
     })
+}
+
+/// This rank's equal share of every particle's reference position (rows r·N/P to
+/// (r + 1)·N/P of `particles/ref_pos`): what a restart balances its cuts on before reading.
+pub fn read_ref_pos_share(path: &Path, info: &CheckpointInfo, comm: &Comm) -> Result<Vec<V3>> {
+    let local = (|| -> Result<Vec<V3>> {
+        let f = open(path)?;
+        let n = info.n_particles as u128;
+        let (r, p) = (comm.rank() as u128, comm.size() as u128);
+        let (a, b) = ((r * n / p) as usize, ((r + 1) * n / p) as usize);
+        let d = ds(&f, "particles/ref_pos", info.n_particles, 3).map_err(bad(path))?;
+        let mut out = Vec::with_capacity(b - a);
+        let mut off = a;
+        while off < b {
+            let rows = READ_BLOCK.min(b - off);
+            let v = read_rows::<f64>(&d, off, rows, 3).map_err(bad(path))?;
+            out.extend((0..rows).map(|k| v3(&v, k)));
+            off += rows;
+        }
+        Ok(out)
+    })();
+    comm.agree(local)
 }
 
 /// The checks of a restart that need every rank (collective): each particle read by exactly

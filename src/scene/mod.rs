@@ -55,6 +55,8 @@ pub struct Scene {
     pub interaction_radius: Option<f64>,
     /// Uniaxial strain controller.
     pub strainer: Option<StrainerSpec>,
+    /// Load balancing of the ranks.
+    pub balance: BalanceSpec,
 }
 
 /// Parse context: turns a field path into a positioned error.
@@ -366,6 +368,13 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
             return Err(ctx.err("strainer.stop_fraction", "must be in [0, 1)"));
         }
     }
+    let t = sf.balance.threshold;
+    if !(t.is_finite() && (1.0..=100.0).contains(&t)) {
+        return Err(ctx.err(
+            "balance.threshold",
+            format!("must be in [1, 100] (max over average cost per rank), got {t}"),
+        ));
+    }
     let name = scene_name(ctx, &sf.name)?;
     Ok(Scene {
         name,
@@ -389,6 +398,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         reproducible: sf.reproducible,
         interaction_radius,
         strainer: sf.strainer,
+        balance: sf.balance,
     })
 }
 

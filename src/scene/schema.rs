@@ -63,6 +63,41 @@ pub struct SceneFile {
     /// domain box is the tile. See docs/scene-format.md "Replication".
     #[serde(default = "one3")]
     pub replicate: [u64; 3],
+    /// Dynamic load balancing of the MPI ranks (default on; see docs/scene-format.md
+    /// "Load balancing").
+    #[serde(default)]
+    pub balance: BalanceSpec,
+}
+
+/// Load balancing: the rank grid's cut planes move to even out the modelled cost per rank
+/// (`domain::balance`), at start-up and at neighbour rebuilds where the imbalance exceeds
+/// `threshold`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Balance")]
+pub struct BalanceSpec {
+    /// Balance at all (default true).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Rebalance when the costliest rank exceeds the average by this factor (default 1.05).
+    #[serde(default = "default_balance_threshold")]
+    pub threshold: f64,
+}
+
+impl Default for BalanceSpec {
+    fn default() -> Self {
+        BalanceSpec {
+            enabled: true,
+            threshold: default_balance_threshold(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_balance_threshold() -> f64 {
+    1.05
 }
 
 fn one3() -> [u64; 3] {
