@@ -60,6 +60,18 @@ pub struct ForceSlots {
     fill: Vec<u32>,
     /// (partner gid, pair·2 + side) per slot, for ordering.
     entries: Vec<(u64, u32)>,
+    /// Reproducible mode: the accumulators are one per owned particle, shared by the tasks
+    /// (see [`Self::build_canonical`]), and the contributions a task may not add directly go
+    /// to `deferred`.
+    canonical: bool,
+    /// Canonical mode: each pair side's entry in `deferred` ([`NO_SLOT`]: added directly).
+    def_slot: Vec<[u32; 2]>,
+    /// Canonical mode: the particle of each deferred entry, and the entries (in canonical
+    /// order: by task, then pair order).
+    def_p: Vec<u32>,
+    deferred: Vec<Slot>,
+    /// Canonical mode: first task adding to each owned particle (scratch of the build).
+    first: Vec<u32>,
 }
 
 /// The owned particles [lo, hi) whose accumulators one task has, at `acc[off..off + hi − lo]`.
@@ -192,6 +204,42 @@ fn task_ranges(
     out.extend((0..tasks).map(|t| [lead[t]..lead[t + 1], trail[t]..trail[t + 1]]));
 }
 
+/// The tasks' shares of a pair list in canonical order (`ForceSlots::build_canonical`): both
+/// groups (the first `n_lead` pairs, the rest; each sorted by its pairs' lower particle rank
+/// `low_rank`) cut at the same ranks, balancing the estimated cost as [`task_ranges`] does.
+fn canonical_ranges(
+    pairs: &PairList,
+    n_lead: usize,
+    tasks: usize,
+    out: &mut Vec<[std::ops::Range<usize>; 2]>,
+) {
+    let n = pairs.len();
+    let low = &pairs.low_rank;
+    assert_eq!(low.len(), n, "canonical order not set");
+    // first pair of [a, b) whose lower rank is at least r
+    let cut = |a: usize, b: usize, r: u32| a + low[a..b].partition_point(|&x| x < r);
+    let cost = |r: u32| LEAD_WEIGHT * cut(0, n_lead, r) + (cut(n_lead, n, r) - n_lead);
+    let total = LEAD_WEIGHT * n_lead + (n - n_lead);
+    let max_rank = low.iter().copied().max().map_or(0, |m| m + 1);
+    let mut bounds = vec![(0, n_lead)];
+    for t in 1..tasks {
+        let goal = total * t / tasks;
+        let (mut a, mut b) = (0u32, max_rank);
+        while a < b {
+            let m = a + (b - a) / 2;
+            match cost(m) < goal {
+                true => a = m + 1,
+                false => b = m,
+            }
+        }
+        let prev = bounds[t - 1];
+        bounds.push((cut(0, n_lead, a).max(prev.0), cut(n_lead, n, a).max(prev.1)));
+    }
+    bounds.push((n_lead, n));
+    out.clear();
+    out.extend((0..tasks).map(|t| [bounds[t].0..bounds[t + 1].0, bounds[t].1..bounds[t + 1].1]));
+}
+
 /// Cost of a leading pair in units of a trailing one in [`task_ranges`] (chute, 2 threads:
 /// ~5 ns per pair checked, ~15 ns more per pair in contact, measured).
 const LEAD_WEIGHT: usize = 4;
@@ -222,7 +270,13 @@ impl ForceSlots {
     pub fn build(&mut self, n_owned: usize, pairs: &PairList, walls: &PairList, fast: bool) {
         let tasks = rayon::current_num_threads();
         let accumulate = fast && tasks <= MAX_ACC_TASKS;
-        self.accumulate = accumulate;
+        self.accumulate = accumulate || !fast;
+        self.canonical = !fast;
+        if !fast {
+            self.build_canonical(n_owned, pairs, tasks);
+            self.build_walls(n_owned, walls);
+            return;
+        }
         if accumulate {
             self.build_accumulators(n_owned, pairs, tasks);
             self.build_walls(n_owned, walls);
@@ -291,6 +345,91 @@ impl ForceSlots {
         self.buf.clear();
     }
 
+    /// Reproducible mode, any thread count: the pair list is in canonical order (each of its
+    /// two groups — touching at the rebuild, the others — sorted by the particles' keys, the
+    /// same order on any rank or thread count: `Simulation`), so adding the pairs'
+    /// contributions in list order gives every particle the sum of its contributions in an
+    /// order that depends on the particles alone. Both groups are cut into one range per task
+    /// at the same particle ranks (`PairList::low_rank`), so the ranges of a task cover one
+    /// region of space. One accumulator per owned particle is shared by the tasks: a task adds
+    /// directly while a particle's contributions, in list order, stay within that task (the
+    /// task runs its ranges in list order); from the first contribution in another task on,
+    /// every later one goes to its own entry of `deferred`, which [`Self::fold_deferred`]
+    /// adds after the loop in list order — the sums one task would have made. Deferred
+    /// contributions are those of particles where two tasks' regions meet, and those that a
+    /// neighbouring region's touching pairs make come before (a few per cent).
+    fn build_canonical(&mut self, n_owned: usize, pairs: &PairList, tasks: usize) {
+        let n = pairs.len();
+        let n_lead = pairs.leading.iter().take_while(|&&l| l).count();
+        canonical_ranges(pairs, n_lead, tasks, &mut self.ranges);
+        self.win.clear();
+        self.win.push(Window {
+            lo: 0,
+            hi: n_owned,
+            off: 0,
+        });
+        debug_assert!(self.acc.iter().all(|a| *a == [V3::zeros(); 2]));
+        if n_owned > self.acc.capacity() {
+            self.acc
+                .reserve_exact(n_owned + n_owned / 4 - self.acc.len());
+        }
+        self.acc.resize(n_owned, [V3::zeros(); 2]);
+        // per owned particle: the task of its direct prefix, with DEFERRING set once a
+        // contribution went to another task
+        const DEFERRING: u32 = 1 << 31;
+        self.first.clear();
+        self.first.resize(n_owned, u32::MAX);
+        self.def_p.clear();
+        self.def_slot.clear();
+        self.def_slot.resize(n, [NO_SLOT; 2]);
+        for group in 0..2 {
+            for (t, r) in self.ranges.iter().enumerate() {
+                for k in r[group].clone() {
+                    for (side, p) in [pairs.i[k], pairs.j[k]].into_iter().enumerate() {
+                        let p = p as usize;
+                        if p >= n_owned {
+                            continue;
+                        }
+                        let f = &mut self.first[p];
+                        if *f == u32::MAX {
+                            *f = t as u32;
+                        } else if *f != t as u32 {
+                            *f |= DEFERRING;
+                            self.def_slot[k][side] = self.def_p.len() as u32;
+                            self.def_p.push(p as u32);
+                        }
+                    }
+                }
+            }
+        }
+        self.deferred.clear();
+        self.deferred.resize(self.def_p.len(), [V3::zeros(); 2]);
+        self.start.clear();
+        self.start.resize(n_owned + 1, 0);
+        self.pair_slot.clear();
+        crate::contact::store::resize_stale(&mut self.pair_f, n, V3::zeros());
+        self.buf.clear();
+    }
+
+    /// Canonical mode, after the contact loop: add the deferred contributions to their
+    /// particles' accumulators in canonical order, and clear them.
+    pub fn fold_deferred(&mut self) {
+        if !self.canonical {
+            return;
+        }
+        for (e, &p) in self.deferred.iter_mut().zip(&self.def_p) {
+            let a = &mut self.acc[p as usize];
+            a[0] += e[0];
+            a[1] += e[1];
+            *e = [V3::zeros(); 2];
+        }
+    }
+
+    /// Reproducible mode's canonical accumulation (see [`Self::build_canonical`]).
+    pub fn canonical(&self) -> bool {
+        self.canonical
+    }
+
     fn build_walls(&mut self, n_owned: usize, walls: &PairList) {
         if walls.is_empty() {
             // no wall pairs (a periodic or open box): no slots; skips three passes over the
@@ -351,6 +490,13 @@ impl ForceSlots {
             n_pairs: self.buf.len(),
             walls: self.wall_buf.as_mut_ptr(),
             n_walls: self.wall_buf.len(),
+            def_slot: match self.canonical {
+                true => self.def_slot.as_ptr(),
+                false => std::ptr::null(),
+            },
+            n_def_slot: self.def_slot.len(),
+            deferred: self.deferred.as_mut_ptr(),
+            n_deferred: self.deferred.len(),
         }
     }
 
@@ -398,7 +544,7 @@ impl ForceSlots {
     /// The writer for task `task`'s pairs: in accumulator mode, `out` narrowed to the task's
     /// accumulators; otherwise `out` itself.
     fn task_writer(&self, out: SlotWriter, task: usize) -> SlotWriter {
-        match out.accumulating() {
+        match out.accumulating() && !self.canonical {
             true => {
                 let w = self.win[task];
                 assert!(w.off + (w.hi - w.lo) <= out.n_acc && w.lo <= w.hi);
@@ -602,6 +748,11 @@ pub struct SlotWriter {
     n_pair_f: usize,
     walls: *mut Slot,
     n_walls: usize,
+    /// Canonical mode (null otherwise): each pair side's deferred entry, and the entries.
+    def_slot: *const [u32; 2],
+    n_def_slot: usize,
+    deferred: *mut Slot,
+    n_deferred: usize,
 }
 
 // SAFETY: see the type's documentation: disjoint writes only.
@@ -654,9 +805,22 @@ impl SlotWriter {
             // SAFETY: in bounds (checked); pair k is written by its task only (see above).
             unsafe { *self.pair_f.add(k) = f1 };
         }
-        for (p, v) in [(i, [f, t1]), (j, [-f, t2])] {
+        for (side, (p, v)) in [(i, [f, t1]), (j, [-f, t2])].into_iter().enumerate() {
             if p < self.n_owned {
-                // The window holds every owned particle of the task's pairs (`window_of`).
+                if !self.def_slot.is_null() {
+                    assert!(k < self.n_def_slot);
+                    // SAFETY: in bounds (checked); read only.
+                    let d = unsafe { (*self.def_slot.add(k))[side] };
+                    if d != NO_SLOT {
+                        assert!((d as usize) < self.n_deferred);
+                        // SAFETY: in bounds (checked); entry d belongs to this pair side only.
+                        unsafe { *self.deferred.add(d as usize) = v };
+                        continue;
+                    }
+                }
+                // The window holds every owned particle of the task's pairs (`window_of`);
+                // in canonical mode all owned particles, and a task adds only to those whose
+                // first contribution is its own (`ForceSlots::build_canonical`).
                 let s = p.wrapping_sub(self.acc_lo);
                 assert!(s < self.n_acc, "pair outside its task's window");
                 // SAFETY: in bounds (checked); a task's accumulators are written by the
@@ -820,6 +984,67 @@ mod tests {
             // the windows overlap by about a pair's reach, not a task's share
             let total: usize = slots.win.iter().map(|w| w.hi - w.lo).sum();
             assert!(total <= n_owned + tasks * 100, "{tasks} tasks: {total}");
+        }
+    }
+
+    /// Reproducible mode: with the list in canonical order, any number of tasks — run in any
+    /// order — gives each particle the bits of one task adding the list in order, and that is
+    /// the sum over its partners in key order (here local indices are the keys).
+    #[test]
+    fn canonical_accumulation_is_the_same_for_any_task_count() {
+        let (n_owned, n_lead, n) = (3000, 2000, 12000);
+        let mut pairs = pair_list(n_owned, n_lead, n, 17);
+        pairs.state.resize(n, Default::default());
+        // canonical order: each group by (lower index, higher index)
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        let key = |k: u32| {
+            let (i, j) = (pairs.i[k as usize], pairs.j[k as usize]);
+            (!pairs.leading[k as usize], i.min(j), i.max(j))
+        };
+        order.sort_by_key(|&k| key(k));
+        let m = order.len();
+        pairs.permute(&order);
+        pairs.low_rank = (0..m).map(|k| pairs.i[k].min(pairs.j[k])).collect();
+        let mut rng = Lcg::at(9, 0);
+        let mut v3 = move || V3::new(rng.uniform() - 0.5, rng.uniform() - 0.5, rng.uniform());
+        let forces: Vec<[V3; 3]> = (0..m).map(|_| [v3(), v3(), v3()]).collect();
+        // one task, in list order
+        let mut want = vec![[V3::zeros(); 2]; n_owned];
+        for (k, &[f, t1, t2]) in forces.iter().enumerate() {
+            let (i, j) = (pairs.i[k] as usize, pairs.j[k] as usize);
+            for (p, v) in [(i, [f, t1]), (j, [-f, t2])] {
+                if p < n_owned {
+                    want[p] = [want[p][0] + v[0], want[p][1] + v[1]];
+                }
+            }
+        }
+        for tasks in 1..=8 {
+            let mut slots = ForceSlots::default();
+            slots.build(n_owned, &pairs, &PairList::default(), false);
+            slots.build_canonical(n_owned, &pairs, tasks);
+            assert_eq!(slots.task_ranges().len(), tasks);
+            let out = slots.writer(false);
+            // the tasks in reverse order: their direct writes are disjoint
+            for (t, rs) in slots.task_ranges().iter().enumerate().rev() {
+                let w = slots.task_writer(out, t);
+                for k in rs.iter().flat_map(|r| r.clone()) {
+                    let [f, t1, t2] = forces[k];
+                    w.accumulate(k, pairs.i[k] as usize, pairs.j[k] as usize, f, t1, t2);
+                }
+            }
+            slots.fold_deferred();
+            let g = slots.gather();
+            let (mut f, mut t) = (vec![V3::zeros(); n_owned], vec![V3::zeros(); n_owned]);
+            g.take_block(0, &mut f, &mut t);
+            for p in 0..n_owned {
+                assert_eq!([f[p], t[p]], want[p], "{tasks} tasks, particle {p}");
+            }
+            let deferred = slots.def_p.len();
+            assert!(tasks > 1 || deferred == 0);
+            assert!(
+                deferred * 10 < 2 * m,
+                "{tasks} tasks: {deferred} of {m} deferred"
+            );
         }
     }
 }

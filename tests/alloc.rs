@@ -64,13 +64,18 @@ fn count_allocations(s: &mut demhpc::Simulation, n: usize) -> (u64, u64) {
 #[test]
 fn steps_without_rebuild_do_not_allocate() {
     let _one = ONE_AT_A_TIME.lock().unwrap();
-    for threads in [1, 2] {
+    // default mode on 1 and 2 threads, and the reproducible mode's canonical accumulation
+    for (threads, reproducible) in [(1, false), (2, false), (2, true)] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap();
         pool.install(|| {
-            let mut s = sim(SCENE);
+            let text = SCENE.replace(
+                "run: Steps(1),",
+                &format!("run: Steps(1), reproducible: {reproducible},"),
+            );
+            let mut s = sim(&text);
             steps(&mut s, 10_000); // warm: the spheres reach the floor, contacts form
             assert!(
                 s.stats().n_contacts > 300,

@@ -173,6 +173,9 @@ pub struct PairList {
     /// The old list's touching pairs during a merge, indexed by key.
     touching: KeyIndex,
     scratch_keys: Vec<(u64, u64)>,
+    /// Reproducible mode: each pair's lower particle rank in the canonical order (set with
+    /// it by `Simulation`; the tasks of the force assembly are cut by it). Empty otherwise.
+    pub low_rank: Vec<u32>,
 }
 
 impl PairList {
@@ -317,6 +320,28 @@ impl PairList {
         match self.shift[k] {
             0 => l,
             c => l + self.shifts[c as usize],
+        }
+    }
+
+    /// Put the pairs in the order `order` (pair `order[n]` becomes pair n): keys, particles,
+    /// contact flags, histories and leading flags (before [`Self::set_shifts`], which sets the
+    /// rest). Through the merge's second generation of buffers: no allocation once warm.
+    pub fn permute(&mut self, order: &[u32]) {
+        let n = self.len();
+        assert_eq!(order.len(), n);
+        fn apply<T: Copy + Default>(v: &mut Vec<T>, scratch: &mut Vec<T>, order: &[u32]) {
+            scratch.clear();
+            scratch.extend(order.iter().map(|&k| v[k as usize]));
+            std::mem::swap(v, scratch);
+        }
+        apply(&mut self.key, &mut self.scratch_key, order);
+        apply(&mut self.state, &mut self.scratch_state, order);
+        apply(&mut self.active, &mut self.scratch_active, order);
+        apply(&mut self.i, &mut self.scratch_idx, order);
+        apply(&mut self.j, &mut self.scratch_idx, order);
+        apply(&mut self.leading, &mut self.lead, order);
+        if self.cpm_law {
+            apply(&mut self.cpm, &mut self.scratch_cpm, order);
         }
     }
 
