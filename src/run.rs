@@ -473,6 +473,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         traffic.bytes_sent as f64,
         sim.ps.n_ghosts() as f64,
         sim.n_rebuilds as f64,
+        traffic.messages as f64,
     ];
     sim.comm.sum_f64s(&mut tr);
     let (pairs, wall_pairs) = (sim.pairs.len(), sim.wall_pairs.len());
@@ -487,6 +488,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         let comm = Comm {
             ranks,
             bytes_per_step_per_rank: tr[0] / (done.max(1) as f64 * ranks as f64),
+            messages_per_step_per_rank: tr[3] / (done.max(1) as f64 * ranks as f64),
             ghost_fraction: tr[1] / n.max(1) as f64,
             load,
             balances: sim.n_balances,
@@ -500,10 +502,11 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             done, n, wall_s, setup_s, psps, psps / cores as f64, cores, sim.n_rebuilds
         );
         info!(
-            "rank 0: {pairs} candidate pairs, {wall_pairs} wall pairs, {} ghosts at the end; all ranks: ghosts / particles = {:.3}, {:.0} bytes sent per step per rank",
+            "rank 0: {pairs} candidate pairs, {wall_pairs} wall pairs, {} ghosts at the end; all ranks: ghosts / particles = {:.3}, {:.0} bytes in {:.1} messages sent per step per rank",
             sim.ps.n_ghosts(),
             comm.ghost_fraction,
-            comm.bytes_per_step_per_rank
+            comm.bytes_per_step_per_rank,
+            comm.messages_per_step_per_rank
         );
         if ranks > 1 {
             let f = |k: usize| {
@@ -749,6 +752,7 @@ fn write_checkpoint(
 struct Comm {
     ranks: usize,
     bytes_per_step_per_rank: f64,
+    messages_per_step_per_rank: f64,
     ghost_fraction: f64,
     /// Per rank (min, sum, max) of: particles, contacts, ghosts, modelled cost.
     load: [[u64; 3]; 4],
@@ -803,7 +807,7 @@ fn write_timing(
         io.writes, io.write_s, io.write_bytes, io.read_s, io.read_bytes
     );
     let json = format!(
-        "{{\n  \"scene\": \"{}\",\n  \"ranks\": {},\n  \"grid\": [{}, {}, {}],\n  \"threads\": {},\n  \"reproducible\": {},\n  \"particles\": {},\n  \"steps\": {},\n  \"wall_s\": {:.6},\n  \"setup_s\": {:.6},\n  \"particle_steps_per_s\": {:.6e},\n  \"rebuilds\": {},\n  \"ghost_fraction\": {:.6},\n  \"bytes_sent_per_step_per_rank\": {:.1},\n  \"load_per_rank\": {},\n  \"cut_moves\": {},\n  \"checkpoint\": {},\n  \"phases_s\": {{{}}},\n  \"phases\": {{\n{}\n  }}\n}}\n",
+        "{{\n  \"scene\": \"{}\",\n  \"ranks\": {},\n  \"grid\": [{}, {}, {}],\n  \"threads\": {},\n  \"reproducible\": {},\n  \"particles\": {},\n  \"steps\": {},\n  \"wall_s\": {:.6},\n  \"setup_s\": {:.6},\n  \"particle_steps_per_s\": {:.6e},\n  \"rebuilds\": {},\n  \"ghost_fraction\": {:.6},\n  \"bytes_sent_per_step_per_rank\": {:.1},\n  \"messages_per_step_per_rank\": {:.2},\n  \"load_per_rank\": {},\n  \"cut_moves\": {},\n  \"checkpoint\": {},\n  \"phases_s\": {{{}}},\n  \"phases\": {{\n{}\n  }}\n}}\n",
         sim.name,
         c.ranks,
         d[0],
@@ -819,6 +823,7 @@ fn write_timing(
         sim.n_rebuilds,
         c.ghost_fraction,
         c.bytes_per_step_per_rank,
+        c.messages_per_step_per_rank,
         load_json(c),
         c.balances,
         ck,

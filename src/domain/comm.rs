@@ -183,6 +183,47 @@ impl Comm {
         }
     }
 
+    /// [`Self::exchange`] when both sides know the message sizes (the ghost refresh: the send
+    /// and receive lists are fixed between rebuilds): `from_lo` and `from_hi` come sized to what
+    /// the neighbours send, and the size messages of `exchange` are skipped — one round of
+    /// messages per axis instead of two (issue 19, "a lean exchange").
+    pub fn exchange_sized(
+        &self,
+        axis: usize,
+        has: [bool; 2],
+        down: &[f64],
+        up: &[f64],
+        from_lo: &mut [f64],
+        from_hi: &mut [f64],
+    ) {
+        match self {
+            Comm::Serial => {
+                if has[0] {
+                    from_lo.copy_from_slice(up);
+                }
+                if has[1] {
+                    from_hi.copy_from_slice(down);
+                }
+            }
+            Comm::Mpi(m) => {
+                let [lo, hi] = m.nbr[axis];
+                let at = |r: i32| m.cart.process_at_rank(r);
+                mpi::request::scope(|scope| {
+                    let r1 =
+                        lo.map(|r| at(r).immediate_receive_into_with_tag(scope, from_lo, TAG_UP));
+                    let r2 = hi
+                        .map(|r| at(r).immediate_receive_into_with_tag(scope, from_hi, TAG_DOWN));
+                    let s1 = lo.map(|r| at(r).immediate_send_with_tag(scope, down, TAG_DOWN));
+                    let s2 = hi.map(|r| at(r).immediate_send_with_tag(scope, up, TAG_UP));
+                    r1.map(|r| r.wait());
+                    r2.map(|r| r.wait());
+                    s1.map(|r| r.wait());
+                    s2.map(|r| r.wait());
+                });
+            }
+        }
+    }
+
     /// Global maximum.
     pub fn max_f64(&self, x: f64) -> f64 {
         self.reduce_one(x, SystemOperation::max())

@@ -91,6 +91,8 @@ pub struct TrafficStats {
     /// Bytes of ghost and migration messages (a subdomain that is its own periodic neighbour
     /// refreshes its ghosts by copying: nothing is sent).
     pub bytes_sent: u64,
+    /// Point-to-point messages sent (sizes and payloads).
+    pub messages: u64,
     pub particles_migrated: u64,
 }
 
@@ -285,6 +287,8 @@ impl Halo {
 
     fn send_recv(&mut self, comm: &Comm, dec: &Decomp, a: usize) {
         self.traffic.bytes_sent += 8 * (self.down.len() + self.up.len()) as u64;
+        // a size message and a payload to each neighbour
+        self.traffic.messages += 2 * dec.has_neighbours(a).iter().filter(|&&h| h).count() as u64;
         comm.exchange(
             a,
             dec.has_neighbours(a),
@@ -440,7 +444,19 @@ impl Halo {
             for &k in &self.send[a][1] {
                 pack_kinematics(ps, k as usize, &mut self.up);
             }
-            self.send_recv(comm, dec, a);
+            // the sizes are known on both sides since the rebuild: one round of messages
+            self.traffic.bytes_sent += 8 * (self.down.len() + self.up.len()) as u64;
+            self.traffic.messages += dec.has_neighbours(a).iter().filter(|&&h| h).count() as u64;
+            self.from_lo.resize(self.recv[a][0].1 * K_F64, 0.0);
+            self.from_hi.resize(self.recv[a][1].1 * K_F64, 0.0);
+            comm.exchange_sized(
+                a,
+                dec.has_neighbours(a),
+                &self.down,
+                &self.up,
+                &mut self.from_lo,
+                &mut self.from_hi,
+            );
             for d in 0..2 {
                 let (start, n) = self.recv[a][d];
                 let buf = if d == 0 { &self.from_lo } else { &self.from_hi };
