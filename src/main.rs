@@ -225,6 +225,34 @@ fn process_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The CPUs this process may run on (`sched_getaffinity`), as ranges: `0-3,8`.
+fn affinity() -> Option<String> {
+    // SAFETY: sched_getaffinity fills the zeroed set for this process (pid 0).
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+            .then_some(set)
+    }?;
+    let on: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: CPU_ISSET reads the set within its size.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
+    let mut parts = Vec::new();
+    let mut k = 0;
+    while k < on.len() {
+        let start = on[k];
+        while k + 1 < on.len() && on[k + 1] == on[k] + 1 {
+            k += 1;
+        }
+        parts.push(match on[k] == start {
+            true => format!("{start}"),
+            false => format!("{start}-{}", on[k]),
+        });
+        k += 1;
+    }
+    Some(parts.join(","))
+}
+
 /// CPUs online on this node (`sysconf(_SC_NPROCESSORS_ONLN)`; hardware threads count).
 fn node_cpus() -> Option<usize> {
     // SAFETY: sysconf reads a system value and has no preconditions.
@@ -271,6 +299,10 @@ fn warn_oversubscribed(threads: usize) {
         return;
     }
     let cores = process_cores();
+    log::info!(
+        "binding: rank 0 may run on CPU(s) {} of its node; {on_node} rank(s) × {threads} thread(s) on that node",
+        affinity().unwrap_or_else(|| "?".into())
+    );
     if threads > cores {
         log::warn!(
             "{threads} threads per rank, but rank 0 may run on {cores} core(s) only (its CPU \
