@@ -1,15 +1,18 @@
-//! Force assembly, two ways (ARCHITECTURE.md "Force assembly"); the integrator adds gravity.
+//! Force assembly, two ways (ARCHITECTURE.md "Key decisions"); the integrator adds gravity.
 //!
-//! * Slots (reproducible mode, and default mode beyond [`MAX_ACC_TASKS`] threads): the contact
-//!   loop writes each pair's force into one slot per owned particle, and each particle sums its
-//!   slots in partner-gid order, then its wall slots in wall order. The result is bit-identical
-//!   for any thread count, any particle ordering and (with ghosts computed bit-identically) any
-//!   rank count, which is what reproducible mode needs (ARCHITECTURE.md "Reproducibility").
+//! * Canonical accumulation (reproducible mode, and the default mode beyond
+//!   [`MAX_ACC_TASKS`] threads): the pair list in an order that depends on the particles
+//!   alone, one accumulator per particle shared by the tasks, contributions added in list
+//!   order, those a task may not add directly deferred and folded after the loop in list order
+//!   ([`ForceSlots::build_canonical`]). Bit-identical for any thread count, any particle
+//!   ordering and (ghosts computed bit-identically) any rank count; its cost does not grow
+//!   with the thread count.
 //! * Per-task accumulators (default mode, up to [`MAX_ACC_TASKS`] threads): the thesis'
 //!   per-thread ForceContainer (§7.4.4) with tasks fixed at the rebuild, summed in task order:
-//!   bit-identical for a given ranks × threads layout.
+//!   bit-identical for a given ranks × threads layout; no sort at the rebuild, and the fused
+//!   contact–integrator step (`sched`).
 //!
-//! No atomics, no locks.
+//! Wall contacts write one slot each, summed per sphere in wall order. No atomics, no locks.
 
 use crate::contact::store::PairList;
 use crate::V3;
@@ -20,24 +23,19 @@ pub const NO_SLOT: u32 = u32::MAX;
 /// One contribution to a particle: force and torque.
 pub type Slot = [V3; 2];
 
-/// Per-owned-particle force slots (CSR), one per (pair, owned side), in partner-gid order:
-/// the contact loop writes each pair's ±F and torques into its slots, the integrator sums a
-/// particle's slots sequentially. Reads in the integrator are then contiguous, and the
-/// summation order depends on gids alone.
+/// The force assembly of the contact loop and the integrator: accumulators per task (default
+/// mode) or shared (canonical mode), and one slot per wall contact (CSR by sphere, wall order).
 #[derive(Clone, Default, Debug)]
 pub struct ForceSlots {
-    start: Vec<u32>,
-    /// Slots of each sphere pair: [particle 1's, particle 2's] (or [`NO_SLOT`]).
-    pub pair_slot: Vec<[u32; 2]>,
+    n_owned: usize,
     wall_start: Vec<u32>,
     /// Slot of each wall pair's sphere.
     pub wall_slot: Vec<u32>,
-    buf: Vec<Slot>,
-    /// Default mode with at most [`MAX_ACC_TASKS`] threads: per-task accumulators instead of
-    /// pair slots (the thesis' ForceContainer, §7.4.4): task t adds the forces of its pairs
-    /// into its accumulator of particle p in pair-list order, and the gather sums particle p's
-    /// accumulators in task order. Bit-identical for a given ranks × threads layout, not across
-    /// layouts; reproducible mode keeps the slots.
+    /// Default mode (up to [`MAX_ACC_TASKS`] threads): per-task accumulators (the thesis'
+    /// ForceContainer, §7.4.4): task t adds the forces of its pairs into its accumulator of
+    /// particle p in pair-list order, and the gather sums particle p's accumulators in task
+    /// order. Bit-identical for a given ranks × threads layout, not across layouts. Canonical
+    /// mode: one accumulator per owned particle ([`Self::build_canonical`]).
     ///
     /// Task t's accumulators cover only the window of particles its pairs touch (`win[t]`):
     /// the pairs are in cell order and each task takes a contiguous part of each group, so
@@ -50,15 +48,14 @@ pub struct ForceSlots {
     ranges: Vec<[std::ops::Range<usize>; 2]>,
     /// Accumulator mode: each task's window of owned particles and where it starts in `acc`.
     win: Vec<Window>,
-    /// Accumulator mode: each pair's force on particle 1 (the slots hold it otherwise).
+    /// Each pair's force on particle 1 (zero if it is a ghost), stored in recording steps.
     pair_f: Vec<V3>,
-    accumulate: bool,
     /// The last contact loop's writer was asked not to record forces (see [`Self::writer`];
     /// false before any step).
     unrecorded: bool,
     wall_buf: Vec<Slot>,
     fill: Vec<u32>,
-    /// (partner gid, pair·2 + side) per slot, for ordering.
+    /// (wall index, pair) per wall slot, for ordering.
     entries: Vec<(u64, u32)>,
     /// Reproducible mode: the accumulators are one per owned particle, shared by the tasks
     /// (see [`Self::build_canonical`]), and the contributions a task may not add directly go
@@ -261,60 +258,23 @@ fn offsets(n_owned: usize, cols: &[&[u32]], start: &mut Vec<u32>) {
 }
 
 impl ForceSlots {
-    /// Rebuild after the pair lists changed (rebuild steps only). Each owned particle's slots
-    /// are ordered by partner gid (sphere pairs), then by wall index.
-    /// `fast`: the default (not reproducible) mode, which with one thread per rank accumulates
-    /// in pair-list order instead of using slots (chute, 1 thread: +10–15 %; with two threads the
-    /// slots' fine-grained chunks balance better, measured). The pair-list order is rebuilt
-    /// identically after a restart (`PairList::leading` is checkpointed).
-    pub fn build(&mut self, n_owned: usize, pairs: &PairList, walls: &PairList, fast: bool) {
+    /// Rebuild after the pair lists changed (rebuild steps only). `canonical`: the pair list
+    /// is in canonical order and the assembly is [`Self::build_canonical`]'s (reproducible
+    /// mode, or more than [`MAX_ACC_TASKS`] threads); otherwise per-task accumulators, at
+    /// most [`MAX_ACC_TASKS`] tasks. The pair-list order is rebuilt identically after a
+    /// restart (`PairList::leading` is checkpointed).
+    pub fn build(&mut self, n_owned: usize, pairs: &PairList, walls: &PairList, canonical: bool) {
         let tasks = rayon::current_num_threads();
-        let accumulate = fast && tasks <= MAX_ACC_TASKS;
-        self.accumulate = accumulate || !fast;
-        self.canonical = !fast;
-        if !fast {
-            self.build_canonical(n_owned, pairs, tasks);
-            self.build_walls(n_owned, walls);
-            return;
+        self.n_owned = n_owned;
+        self.canonical = canonical;
+        match canonical {
+            true => self.build_canonical(n_owned, pairs, tasks),
+            false => self.build_accumulators(n_owned, pairs, tasks.min(MAX_ACC_TASKS)),
         }
-        if accumulate {
-            self.build_accumulators(n_owned, pairs, tasks);
-            self.build_walls(n_owned, walls);
-            return;
-        }
-        offsets(n_owned, &[&pairs.i, &pairs.j], &mut self.start);
-        self.fill.clear();
-        self.fill.extend_from_slice(&self.start[..n_owned]);
-        self.entries.clear();
-        self.entries.resize(self.start[n_owned] as usize, (0, 0));
-        for k in 0..pairs.len() {
-            let (g1, g2) = pairs.key[k];
-            for (side, p, partner) in [(0u32, pairs.i[k], g2), (1, pairs.j[k], g1)] {
-                if (p as usize) < n_owned {
-                    self.entries[self.fill[p as usize] as usize] =
-                        (partner, (k as u32) << 1 | side);
-                    self.fill[p as usize] += 1;
-                }
-            }
-        }
-        self.pair_slot.clear();
-        self.pair_slot.resize(pairs.len(), [NO_SLOT; 2]);
-        for p in 0..n_owned {
-            let (a, b) = (self.start[p] as usize, self.start[p + 1] as usize);
-            let seg = &mut self.entries[a..b];
-            seg.sort_unstable();
-            for (s, &(_, e)) in seg.iter().enumerate() {
-                self.pair_slot[(e >> 1) as usize][(e & 1) as usize] = (a + s) as u32;
-            }
-        }
-        self.buf.clear();
-        self.buf
-            .resize(self.start[n_owned] as usize, [V3::zeros(); 2]);
         self.build_walls(n_owned, walls);
     }
 
-    /// Accumulator mode: `tasks` accumulators per owned particle, zero; no pair slots (empty
-    /// ranges in `start`, so the gather finds only the wall slots there).
+    /// Default mode: `tasks` windows of accumulators, zero.
     fn build_accumulators(&mut self, n_owned: usize, pairs: &PairList, tasks: usize) {
         let n_pairs = pairs.len();
         let n_lead = pairs.leading.iter().take_while(|&&l| l).count();
@@ -337,12 +297,8 @@ impl ForceSlots {
             self.acc.reserve_exact(off + off / 4 - self.acc.len());
         }
         self.acc.resize(off, [V3::zeros(); 2]);
-        self.start.clear();
-        self.start.resize(n_owned + 1, 0);
-        self.pair_slot.clear();
         // Read only for pairs in contact, which every recording step writes: stale elsewhere.
         crate::contact::store::resize_stale(&mut self.pair_f, n_pairs, V3::zeros());
-        self.buf.clear();
     }
 
     /// Reproducible mode, any thread count: the pair list is in canonical order (each of its
@@ -404,11 +360,7 @@ impl ForceSlots {
         }
         self.deferred.clear();
         self.deferred.resize(self.def_p.len(), [V3::zeros(); 2]);
-        self.start.clear();
-        self.start.resize(n_owned + 1, 0);
-        self.pair_slot.clear();
         crate::contact::store::resize_stale(&mut self.pair_f, n, V3::zeros());
-        self.buf.clear();
     }
 
     /// Canonical mode, after the contact loop: add the deferred contributions to their
@@ -471,13 +423,10 @@ impl ForceSlots {
     /// build; a loop may skip writing a pair that stayed apart. `record`: in accumulator mode,
     /// also store each pair's force for [`Self::pair_force`] (the slots hold it otherwise).
     pub fn writer(&mut self, record: bool) -> SlotWriter {
-        let n_owned = self.start.len().saturating_sub(1);
+        let n_owned = self.n_owned;
         self.unrecorded = !record;
         SlotWriter {
-            acc: match self.accumulate {
-                true => self.acc.as_mut_ptr(),
-                false => std::ptr::null_mut(),
-            },
+            acc: self.acc.as_mut_ptr(),
             n_acc: self.acc.len(),
             acc_lo: 0,
             n_owned,
@@ -486,8 +435,6 @@ impl ForceSlots {
                 false => std::ptr::null_mut(),
             },
             n_pair_f: self.pair_f.len(),
-            pairs: self.buf.as_mut_ptr(),
-            n_pairs: self.buf.len(),
             walls: self.wall_buf.as_mut_ptr(),
             n_walls: self.wall_buf.len(),
             def_slot: match self.canonical {
@@ -504,12 +451,10 @@ impl ForceSlots {
     /// accumulators mutably (through a raw pointer), the slots shared.
     pub fn gather(&mut self) -> Gather<'_> {
         let ForceSlots {
-            start,
+            n_owned,
             wall_start,
-            buf,
             wall_buf,
             acc,
-            accumulate,
             win,
             ..
         } = self;
@@ -518,34 +463,19 @@ impl ForceSlots {
             .iter()
             .all(|w| w.lo <= w.hi && w.off + (w.hi - w.lo) <= acc.len()));
         Gather {
-            acc: match accumulate {
-                true => acc.as_mut_ptr(),
-                false => std::ptr::null_mut(),
-            },
-            win: match accumulate {
-                true => &win[..],
-                false => &[],
-            },
-            n_owned: start.len().saturating_sub(1),
-            start,
-            buf,
+            acc: acc.as_mut_ptr(),
+            win: &win[..],
+            n_owned: *n_owned,
             wall_start,
             wall_buf,
         }
     }
 
-    /// Contact force and torque on owned particle `p` from the slots: its sphere slots in
-    /// partner-gid order, then its wall slots in wall order.
-    #[inline]
-    pub fn contact_sum(&self, p: usize) -> (V3, V3) {
-        slot_sum(&self.start, &self.buf, &self.wall_start, &self.wall_buf, p)
-    }
-
     /// The writer for task `task`'s pairs: in accumulator mode, `out` narrowed to the task's
     /// accumulators; otherwise `out` itself.
     fn task_writer(&self, out: SlotWriter, task: usize) -> SlotWriter {
-        match out.accumulating() && !self.canonical {
-            true => {
+        match self.canonical {
+            false => {
                 let w = self.win[task];
                 assert!(w.off + (w.hi - w.lo) <= out.n_acc && w.lo <= w.hi);
                 SlotWriter {
@@ -556,12 +486,12 @@ impl ForceSlots {
                     ..out
                 }
             }
-            false => out,
+            true => out,
         }
     }
 
-    /// Accumulator mode: the tasks of this step's contact loop with `out` (see [`TaskPlan`]);
-    /// no task otherwise.
+    /// The tasks of this step's contact loop with `out` (see [`TaskPlan`]; the default mode's
+    /// accumulators: at most [`MAX_ACC_TASKS`] tasks).
     pub fn task_plan(&self, out: SlotWriter) -> TaskPlan {
         let mut plan = TaskPlan {
             n: self.task_ranges().len(),
@@ -575,12 +505,9 @@ impl ForceSlots {
         plan
     }
 
-    /// Accumulator mode: the pair ranges of each task (empty otherwise).
+    /// The pair ranges of each task, [leading part, trailing part].
     pub fn task_ranges(&self) -> &[[std::ops::Range<usize>; 2]] {
-        match self.accumulate {
-            true => &self.ranges,
-            false => &[],
-        }
+        &self.ranges
     }
 
     /// The last step recorded the forces ([`Self::writer`]'s `record`): the pair forces, and
@@ -590,22 +517,16 @@ impl ForceSlots {
     }
 
     /// Force on particle 1 of sphere pair `k` (zero if particle 1 is a ghost), for a pair in
-    /// contact (in accumulator mode other pairs may hold stale values).
+    /// contact (other pairs may hold stale values).
     ///
     /// # Panics
-    /// In accumulator mode if the last contact loop did not record pair forces.
+    /// If the last contact loop did not record pair forces.
     pub fn pair_force(&self, k: usize) -> V3 {
-        if self.accumulate {
-            assert!(
-                !self.unrecorded,
-                "pair forces were not recorded in the last step (Simulation::record_forces)"
-            );
-            return self.pair_f[k];
-        }
-        match self.pair_slot[k][0] {
-            NO_SLOT => V3::zeros(),
-            s => self.buf[s as usize][0],
-        }
+        assert!(
+            !self.unrecorded,
+            "pair forces were not recorded in the last step (Simulation::record_forces)"
+        );
+        self.pair_f[k]
     }
 
     /// Force exerted by the sphere on the wall of wall pair `k`.
@@ -614,20 +535,11 @@ impl ForceSlots {
     }
 }
 
+/// Σ of sphere `p`'s wall slots, in wall order.
 #[inline(always)]
-fn slot_sum(
-    start: &[u32],
-    buf: &[Slot],
-    wall_start: &[u32],
-    wall_buf: &[Slot],
-    p: usize,
-) -> (V3, V3) {
+fn wall_sum(wall_start: &[u32], wall_buf: &[Slot], p: usize) -> (V3, V3) {
     let mut f = V3::zeros();
     let mut t = V3::zeros();
-    for s in &buf[start[p] as usize..start[p + 1] as usize] {
-        f += s[0];
-        t += s[1];
-    }
     for s in &wall_buf[wall_start[p] as usize..wall_start[p + 1] as usize] {
         f += s[0];
         t += s[1];
@@ -662,8 +574,6 @@ pub struct Gather<'a> {
     acc: *mut Slot,
     win: &'a [Window],
     n_owned: usize,
-    start: &'a [u32],
-    buf: &'a [Slot],
     wall_start: &'a [u32],
     wall_buf: &'a [Slot],
 }
@@ -675,20 +585,19 @@ unsafe impl Sync for Gather<'_> {}
 
 impl Gather<'_> {
     /// Σ of the contact forces and torques of particles p0.. into `f` and `t` (as many as
-    /// they hold): slots in partner-gid order (reproducible mode) or the accumulators in task
-    /// order (default mode), after the wall slots in wall order. Clears the accumulators read.
+    /// they hold): the wall slots in wall order, then the accumulators (in task order in the
+    /// default mode; the canonical mode has one window). Clears the accumulators read.
     /// A block of particles meets each task's window in one contiguous run: the accumulators
     /// are summed run by run, without a test per particle and task.
     #[inline]
     pub fn take_block(&self, p0: usize, f: &mut [V3], t: &mut [V3]) {
         let n = f.len();
         assert!(t.len() == n && p0 + n <= self.n_owned);
-        // Accumulator mode without walls has no slots: skip reading their (empty) ranges.
-        let mut summed = !(self.buf.is_empty() && self.wall_buf.is_empty());
+        // Without wall contacts: skip reading their (empty) ranges.
+        let mut summed = !self.wall_buf.is_empty();
         if summed {
             for k in 0..n {
-                (f[k], t[k]) =
-                    slot_sum(self.start, self.buf, self.wall_start, self.wall_buf, p0 + k);
+                (f[k], t[k]) = wall_sum(self.wall_start, self.wall_buf, p0 + k);
             }
         }
         for w in self.win {
@@ -725,25 +634,24 @@ impl Gather<'_> {
     }
 }
 
-/// Shared write access to the slot buffers (or accumulators) for the parallel contact loops.
+/// Shared write access to the accumulators and wall slots for the parallel contact loops.
 ///
-/// Each slot belongs to exactly one (pair, side) — [`ForceSlots::build`] hands slot indices
-/// out once — so concurrent writes from different pairs never touch the same element; the
-/// accumulators are written by one thread (the loop runs sequentially in that mode). No one
-/// reads the buffers while the contact loop runs (`ForceSlots` is borrowed mutably to make the
-/// writer).
+/// Each wall slot and each deferred entry belongs to exactly one (pair, side) — the build
+/// hands them out once — so concurrent writes from different pairs never touch the same
+/// element; a task's accumulators (default mode), or the accumulators of the particles a task
+/// adds to directly (canonical mode), are written by the thread running that task only. No
+/// one reads the buffers while the contact loop runs (`ForceSlots` is borrowed mutably to
+/// make the writer).
 #[derive(Clone, Copy)]
 pub struct SlotWriter {
-    pairs: *mut Slot,
-    n_pairs: usize,
-    /// Accumulator mode (null otherwise): all tasks' accumulators, or once made for one task
-    /// ([`ForceSlots::task_writer`]) that task's, of owned particles `acc_lo..acc_lo + n_acc`
-    /// (all of them before).
+    /// All tasks' accumulators, or once made for one task ([`ForceSlots::task_writer`]) that
+    /// task's, of owned particles `acc_lo..acc_lo + n_acc` (all of them before; in canonical
+    /// mode always all).
     acc: *mut Slot,
     n_acc: usize,
     acc_lo: usize,
     n_owned: usize,
-    /// Accumulator mode, recording pair forces (null otherwise).
+    /// Recording pair forces (null otherwise).
     pair_f: *mut V3,
     n_pair_f: usize,
     walls: *mut Slot,
@@ -760,39 +668,14 @@ unsafe impl Send for SlotWriter {}
 unsafe impl Sync for SlotWriter {}
 
 impl SlotWriter {
-    /// Write one sphere pair's result: +F and T1 to particle 1, −F and T2 to particle 2.
-    #[inline]
-    pub fn pair(&self, slot: [u32; 2], f: V3, t1: V3, t2: V3) {
-        for (s, v) in [(slot[0], [f, t1]), (slot[1], [-f, t2])] {
-            if s != NO_SLOT {
-                assert!((s as usize) < self.n_pairs);
-                // SAFETY: in bounds (checked) and written by this pair only (type docs).
-                unsafe { *self.pairs.add(s as usize) = v };
-            }
-        }
-    }
-
-    /// Sphere pair k = (i, j): its result to the accumulators (of the task this writer was
-    /// made for) or to its slots `pair_slot[k]` (empty in accumulator mode), whichever mode
-    /// this writer is in.
+    /// Sphere pair k = (i, j): +F, T1 on particle i, −F, T2 on particle j, through the
+    /// accumulators of the task this writer was made for.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub fn sphere(
-        &self,
-        k: usize,
-        (i, j): (usize, usize),
-        pair_slot: &[[u32; 2]],
-        f: V3,
-        t1: V3,
-        t2: V3,
-    ) {
-        match self.accumulating() {
-            true => self.accumulate(k, i, j, f, t1, t2),
-            false => self.pair(pair_slot[k], f, t1, t2),
-        }
+    pub fn sphere(&self, k: usize, (i, j): (usize, usize), f: V3, t1: V3, t2: V3) {
+        self.accumulate(k, i, j, f, t1, t2)
     }
 
-    /// Accumulator mode, a writer made for one task ([`ForceSlots::task_writer`]): add pair
+    /// A writer made for one task ([`ForceSlots::task_writer`]): add pair
     /// k's result to the task's accumulators: +F, T1 on particle i, −F, T2 on particle j
     /// (owned sides only); remember F. Each task is run by one thread at a time and owns its
     /// accumulators; pair k belongs to one task.
@@ -832,10 +715,6 @@ impl SlotWriter {
                 }
             }
         }
-    }
-
-    pub fn accumulating(&self) -> bool {
-        !self.acc.is_null()
     }
 
     /// The owned particles whose accumulators this writer holds (a task's window, see
@@ -940,7 +819,7 @@ mod tests {
         let forces: Vec<[V3; 3]> = (0..n).map(|_| [v3(), v3(), v3()]).collect();
         for tasks in 1..=MAX_ACC_TASKS {
             let mut slots = ForceSlots {
-                accumulate: true,
+                n_owned,
                 ..Default::default()
             };
             slots.build_accumulators(n_owned, &pairs, tasks);
@@ -1020,7 +899,7 @@ mod tests {
         }
         for tasks in 1..=8 {
             let mut slots = ForceSlots::default();
-            slots.build(n_owned, &pairs, &PairList::default(), false);
+            slots.build(n_owned, &pairs, &PairList::default(), true);
             slots.build_canonical(n_owned, &pairs, tasks);
             assert_eq!(slots.task_ranges().len(), tasks);
             let out = slots.writer(false);

@@ -104,7 +104,7 @@ pub unsafe fn contact_and_integrate(
             if !started[t].swap(true, Ordering::AcqRel) {
                 let guard = FailOnUnwind(&failed);
                 // SAFETY: tasks' ranges are disjoint; each task is run once.
-                plan.run_task(t, |r, out| unsafe { lp.run(r, &[], out) });
+                plan.run_task(t, |r, out| unsafe { lp.run(r, out) });
                 std::mem::forget(guard);
                 done[t].store(true, Ordering::Release);
                 last_done.fetch_max(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);

@@ -894,7 +894,11 @@ impl Simulation {
         let lost = self
             .pairs
             .merge_chunks(cands, near_only, check, |k| is_owned(k.0) || is_owned(k.1));
-        if self.reproducible {
+        // Reproducible mode, and more threads than the per-task accumulators serve: the
+        // canonical accumulation, on the canonical pair order (`forces`).
+        let canonical =
+            self.reproducible || rayon::current_num_threads() > crate::forces::MAX_ACC_TASKS;
+        if canonical {
             canonical_order(
                 &mut self.pairs,
                 ps,
@@ -911,12 +915,8 @@ impl Simulation {
             .wall_pairs
             .merge(&self.wall_cands, false, check, |k| is_owned(k.0));
         debug_assert_eq!(lost_w, 0, "a real wall contact was not a candidate");
-        self.slots.build(
-            ps.n_owned,
-            &self.pairs,
-            &self.wall_pairs,
-            !self.reproducible,
-        );
+        self.slots
+            .build(ps.n_owned, &self.pairs, &self.wall_pairs, canonical);
         self.reference.clear();
         self.reference.extend_from_slice(&ps.pos[..ps.n_owned]);
         for (r, w) in self.wall_ref.iter_mut().zip(&self.walls) {

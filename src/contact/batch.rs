@@ -293,7 +293,7 @@ unsafe fn kernel_avx512(b: &mut Lanes, dt: f64) {
 
 impl PairsView<'_> {
     /// The frictional sphere–sphere pairs of range `r` in batches (module docs); results go to
-    /// the pairs' slots or to the accumulators of the task `out` was made for.
+    /// the accumulators of the task `out` was made for.
     ///
     /// # Safety
     /// No other thread may run an overlapping range at the same time.
@@ -301,7 +301,6 @@ impl PairsView<'_> {
     pub(super) unsafe fn run_frict(
         &self,
         r: std::ops::Range<usize>,
-        pair_slot: &[[u32; 2]],
         out: SlotWriter,
         ps: &Particles,
         mix: &MixTable,
@@ -314,7 +313,7 @@ impl PairsView<'_> {
         self.select_lanes(kernel, base, act, st, ps, mix, &mut b, |b, m, act, st| {
             b.fill(kernel, m, ps, st);
             kernel.run(b, dt);
-            scatter(b, m, base, act, st, pair_slot, out);
+            scatter(b, m, base, act, st, out);
         });
     }
 
@@ -569,7 +568,6 @@ fn scatter(
     base: usize,
     act: &mut [bool],
     st: &mut [FrictState],
-    pair_slot: &[[u32; 2]],
     out: SlotWriter,
 ) {
     for q in 0..m {
@@ -583,7 +581,7 @@ fn scatter(
             (b.f.get(q), b.t1.get(q), b.t2.get(q))
         };
         let ij = (b.i[q] as usize, b.j[q] as usize);
-        out.sphere(base + k, ij, pair_slot, f, t1, t2);
+        out.sphere(base + k, ij, f, t1, t2);
     }
 }
 

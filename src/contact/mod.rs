@@ -16,7 +16,7 @@ use law::cpm::{self, CpmMat, CpmPhys, CpmState};
 use rayon::prelude::*;
 use store::{CpmHist, FrictState, PairForce, PairList, Shared};
 
-/// Pairs per rayon task: large enough to amortise scheduling, small enough to balance.
+/// Wall pairs per rayon task: large enough to amortise scheduling, small enough to balance.
 pub const CHUNK: usize = 2048;
 
 /// A plane wall, replicated on every rank (ARCHITECTURE.md "Walls").
@@ -39,8 +39,8 @@ fn reduced_mass(m1: f64, m2: f64) -> f64 {
 
 /// Sphere–sphere contact loop of one step (frictional materials), in batches
 /// (`batch.rs`). Particle 1 of each pair has the lower gid. Periodic images enter through the
-/// pairs' shift codes ([`PairList::set_shifts`]). Each pair's force goes to its slots
-/// (`slots[k]`) or to its task's accumulators through `out`.
+/// pairs' shift codes ([`PairList::set_shifts`]). Each pair's force goes to its task's
+/// accumulators through `out`.
 pub fn sphere_pairs(
     pairs: &mut PairList,
     slots: &ForceSlots,
@@ -50,11 +50,8 @@ pub fn sphere_pairs(
     dt: f64,
 ) {
     let lp = SphereLoop::new(pairs, ps, mix, dt);
-    let ps_slot = &slots.pair_slot;
     // SAFETY: `for_ranges` hands out disjoint ranges.
-    for_ranges(&lp.v, slots, out, |r, out| unsafe {
-        lp.run(r, ps_slot, out)
-    });
+    for_ranges(slots, out, |r, out| unsafe { lp.run(r, out) });
 }
 
 /// [`sphere_pairs`] range by range, for a caller that schedules the ranges itself (the fused
@@ -79,13 +76,13 @@ impl<'a> SphereLoop<'a> {
         }
     }
 
-    /// The pairs of range `r`, results to their slots `pair_slot` or through `out`.
+    /// The pairs of range `r`, results through `out`.
     ///
     /// # Safety
     /// No other thread may run an overlapping range at the same time.
-    pub unsafe fn run(&self, r: std::ops::Range<usize>, pair_slot: &[[u32; 2]], out: SlotWriter) {
+    pub unsafe fn run(&self, r: std::ops::Range<usize>, out: SlotWriter) {
         let (ps, mix, dt, kernel) = (self.ps, self.mix, self.dt, self.kernel);
-        self.v.run_frict(r, pair_slot, out, ps, mix, dt, kernel)
+        self.v.run_frict(r, out, ps, mix, dt, kernel)
     }
 }
 
@@ -149,7 +146,6 @@ impl<'a> PairsView<'a> {
     unsafe fn run<L>(
         &self,
         r: std::ops::Range<usize>,
-        pair_slot: &[[u32; 2]],
         out: SlotWriter,
         ps: &Particles,
         reach_factor: f64,
@@ -177,16 +173,8 @@ impl<'a> PairsView<'a> {
             if !(was_active || act[k]) {
                 continue;
             }
-            out.sphere(base + k, (i, j), pair_slot, f.f, f.t1, f.t2);
+            out.sphere(base + k, (i, j), f.f, f.t1, f.t2);
         }
-    }
-
-    fn len(&self) -> usize {
-        self.pp
-            .act
-            .len()
-            .min(self.pp.st.len())
-            .min(self.pp.cpm.len())
     }
 }
 
@@ -204,33 +192,34 @@ fn pair_loop<L>(
     L: Fn(&mut bool, &mut FrictState, &mut CpmHist, Branch, usize, usize) -> PairForce + Sync,
 {
     let v = PairsView::new(pairs);
-    let ps_slot = &slots.pair_slot;
     // SAFETY: `for_ranges` hands out disjoint ranges.
-    for_ranges(&v, slots, out, |r, out| unsafe {
-        v.run(r, ps_slot, out, ps, reach_factor, &law)
+    for_ranges(slots, out, |r, out| unsafe {
+        v.run(r, out, ps, reach_factor, &law)
     });
 }
 
-/// Split the pair list among the threads: accumulator mode, each task its two ranges
-/// ([`ForceSlots::task_ranges`]); slot mode, rayon over fixed chunks of [`CHUNK`] pairs.
-/// `run(range, out)` runs one range with the writer of its task
-/// ([`ForceSlots::task_plan`]); the ranges handed out are disjoint.
+/// Split the pair list among the threads: each task its two ranges
+/// ([`ForceSlots::task_ranges`]). `run(range, out)` runs one range with the writer of its
+/// task ([`ForceSlots::task_plan`]); the ranges handed out are disjoint.
 #[inline]
-fn for_ranges<R>(v: &PairsView, slots: &ForceSlots, out: SlotWriter, run: R)
+fn for_ranges<R>(slots: &ForceSlots, out: SlotWriter, run: R)
 where
     R: Fn(std::ops::Range<usize>, SlotWriter) + Sync,
 {
-    let n = v.len();
-    if out.accumulating() {
-        let plan = slots.task_plan(out);
-        (0..plan.n)
-            .into_par_iter()
-            .for_each(|t| plan.run_task(t, &run));
+    if slots.canonical() {
+        // one writer for all tasks (any number of them): the direct writes are disjoint and
+        // the deferred ones have their own entries (`ForceSlots::build_canonical`)
+        slots.task_ranges().par_iter().for_each(|rs| {
+            for r in rs {
+                run(r.clone(), out);
+            }
+        });
         return;
     }
-    (0..n.div_ceil(CHUNK))
+    let plan = slots.task_plan(out);
+    (0..plan.n)
         .into_par_iter()
-        .for_each(|c| run(c * CHUNK..((c + 1) * CHUNK).min(n), out));
+        .for_each(|t| plan.run_task(t, &run));
 }
 
 /// The pair list's contact flags and histories, shared by the accumulator tasks (each touches

@@ -640,10 +640,6 @@ impl<T> Shared<T> {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
     /// Elements `start..start + n`.
     ///
     /// # Safety

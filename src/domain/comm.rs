@@ -211,8 +211,8 @@ impl Comm {
                 mpi::request::scope(|scope| {
                     let r1 =
                         lo.map(|r| at(r).immediate_receive_into_with_tag(scope, from_lo, TAG_UP));
-                    let r2 = hi
-                        .map(|r| at(r).immediate_receive_into_with_tag(scope, from_hi, TAG_DOWN));
+                    let r2 =
+                        hi.map(|r| at(r).immediate_receive_into_with_tag(scope, from_hi, TAG_DOWN));
                     let s1 = lo.map(|r| at(r).immediate_send_with_tag(scope, down, TAG_DOWN));
                     let s2 = hi.map(|r| at(r).immediate_send_with_tag(scope, up, TAG_UP));
                     r1.map(|r| r.wait());
