@@ -1,7 +1,7 @@
 //! Thread-count independence (issue #2, acceptance 3): bit-identical for repeated runs with the
 //! same thread count; 1 vs 2 threads agree to 1e-10 relative in the default mode (which on one
 //! thread sums forces in pair order, src/forces.rs) and bit for bit in reproducible mode
-//! (ordered gather by partner gid).
+//! (canonical accumulation, any thread count).
 
 mod common;
 use common::*;

@@ -402,14 +402,7 @@ impl Comm {
         for &g in owned.iter().chain(wanted) {
             counts[(g % p as u64) as usize] += 2;
         }
-        let mut at: Vec<usize> = counts
-            .iter()
-            .scan(0, |acc, &c| {
-                let d = *acc;
-                *acc += c;
-                Some(d)
-            })
-            .collect();
+        let mut at = exclusive_sums(&counts);
         let mut send = vec![0.0; 2 * (owned.len() + wanted.len())];
         for (kind, list) in [(0.0, owned), (1.0, wanted)] {
             for &g in list {
@@ -587,6 +580,19 @@ impl MpiComm {
             s2.map(|r| r.wait());
         });
     }
+}
+
+/// Where each rank's message starts in a buffer of messages back to back: the exclusive
+/// prefix sums of `counts` (counting sorts by destination rank).
+pub fn exclusive_sums(counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .scan(0, |acc, &c| {
+            let d = *acc;
+            *acc += c;
+            Some(d)
+        })
+        .collect()
 }
 
 /// Allreduce `v` in place. MPI needs distinct send and receive buffers: small ones (the

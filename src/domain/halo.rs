@@ -223,14 +223,7 @@ impl Halo {
         for &d in &dest {
             counts[d] += P_F64;
         }
-        let mut at: Vec<usize> = counts
-            .iter()
-            .scan(0, |acc, &c| {
-                let d = *acc;
-                *acc += c;
-                Some(d)
-            })
-            .collect();
+        let mut at = super::comm::exclusive_sums(&counts);
         let mut send = vec![0.0; ps.n_owned * P_F64];
         let mut rec = Vec::with_capacity(P_F64);
         for (i, &d) in dest.iter().enumerate() {

@@ -132,14 +132,7 @@ fn redistribute(sim: &Simulation, total: u64, b: &mut Buffers) -> bool {
     for &g in &ps.gid[..n] {
         sendcounts[dest(g)] += REC;
     }
-    let mut at: Vec<usize> = sendcounts
-        .iter()
-        .scan(0, |acc, &c| {
-            let d = *acc;
-            *acc += c;
-            Some(d)
-        })
-        .collect();
+    let mut at = crate::domain::comm::exclusive_sums(&sendcounts);
     b.send.clear();
     b.send.resize(n * REC, 0.0);
     for i in 0..n {
