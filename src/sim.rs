@@ -237,10 +237,20 @@ fn unbalanced_force(f_free: f64, n_free: usize, f_contacts: f64, n_contacts: usi
 fn create_owned(scene: &Scene, dec: &Decomp, comm: &Comm) -> Result<Particles> {
     let margin = 2.0 * scene.summary.rmax;
     let d = &scene.domain;
-    let kept = scene.generate(&|lo, hi| dec.may_hold(lo, hi, margin), &mut |p| {
-        d.wrap_one(&mut p.pos, &mut p.wrap);
-        dec.near(&p.pos, margin)
-    })?;
+    // dense packings first, by all ranks together (collective); then every rank walks the
+    // generators, skipping what cannot be near its subdomain — a random fill's far tiles may
+    // fail (too full) on some ranks only: agreed before the collective overlap check
+    let packs = crate::scene::pack::packs_for(scene, dec, comm)?;
+    let kept = scene.generate(
+        &|lo, hi| dec.may_hold(lo, hi, margin),
+        &mut |p| {
+            d.wrap_one(&mut p.pos, &mut p.wrap);
+            dec.near(&p.pos, margin)
+        },
+        &packs,
+    );
+    drop(packs);
+    let kept = comm.agree(kept)?;
     let mut ps = Particles::default();
     for p in kept.iter().filter(|p| dec.owns(&p.pos)) {
         ps.push_owned(p);
