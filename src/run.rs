@@ -744,7 +744,14 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
     }
     restart_cuts(&mut sim, path, &info)?;
     let dec = sim.dec.clone();
-    let restored = checkpoint::read_local(path, &info, &limits, |x| dec.owns(x));
+    // only the writers' blocks near this subdomain (the checkpoint's index): a contact's two
+    // particles lay within the halo of each other at the last rebuild
+    let want = checkpoint::Wanted {
+        owns: &|x| dec.owns(x),
+        near: &|lo, hi, m| dec.may_reach(lo, hi, m),
+        reach: sim.halo() * 1.01,
+    };
+    let restored = checkpoint::read_local(path, &info, &limits, &want);
     // A rank that cannot read its part must not leave the others waiting in `restore`.
     let restored = sim.comm.agree(restored)?;
     checkpoint::check_global(path, &info, &restored, &sim.comm)?;

@@ -612,6 +612,11 @@ impl Simulation {
         self.set_engine_state(&r.engines)
     }
 
+    /// The halo: 2 r_max + skin (+ the CPM reach), how far ghosts and candidate pairs reach.
+    pub fn halo(&self) -> f64 {
+        self.halo
+    }
+
     /// Positions of the owned particles at the last neighbour rebuild (Verlet trigger).
     pub fn reference(&self) -> &[V3] {
         &self.reference
