@@ -1208,6 +1208,13 @@ pub fn read_local(
     read_local_h5(&f, info, limits, want).map_err(|e| e.into_error(path))
 }
 
+/// Test hook: `DEMHPC_CHECKPOINT_SCAN_ALL=1` makes every rank scan every row, as for a
+/// version-1 file (no index): the O(N)-per-rank reading the index replaced, kept reachable so
+/// that tests/scaling_memory.rs can show its memory measure sees the difference.
+fn scan_all() -> bool {
+    std::env::var_os("DEMHPC_CHECKPOINT_SCAN_ALL").is_some_and(|v| v == "1")
+}
+
 /// Row ranges (first, count) of each group a rank reads, and for the particle ranges the
 /// box every row's `ref_pos` must lie in.
 #[derive(Default)]
@@ -1242,7 +1249,7 @@ fn blocks(f: &File, info: &CheckpointInfo, want: &Wanted) -> std::result::Result
         leading_rows(f)?,
     ];
     let mut b = Blocks::default();
-    if info.format_version < 2 {
+    if info.format_version < 2 || scan_all() {
         let all = |n: u64| vec![(0usize, n as usize)];
         b.particles = vec![(0, totals[0] as usize, None)];
         b.contacts = all(totals[1]);
