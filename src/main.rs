@@ -402,6 +402,7 @@ fn stored_scene(ck: &Path, info: &checkpoint::CheckpointInfo) -> Result<Scene, E
 }
 
 fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
+    let started = std::time::Instant::now();
     let (mut scene, stored_dir) = load_scene(cli)?;
     scene.reproducible |= cli.reproducible;
     let out = match (&cli.out, &cli.restart) {
@@ -414,6 +415,7 @@ fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
         mpi,
         grid: cli.grid,
         restart: cli.restart.clone(),
+        started: Some(started),
     };
     let s = run(scene, &opts)?;
     if demhpc::domain::comm::Comm::world_rank() == 0 {

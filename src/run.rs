@@ -25,6 +25,9 @@ pub struct RunOptions {
     pub grid: Option<[usize; 3]>,
     /// Continue from this checkpoint (the scene must be the one stored in it, or compatible).
     pub restart: Option<PathBuf>,
+    /// When the set-up began (before the scene was read; `None`: when [`run`] is entered), for
+    /// the whole set-up's time in `timing.json` (`setup_total_s`).
+    pub started: Option<Instant>,
 }
 
 /// What a finished run reports.
@@ -40,6 +43,17 @@ pub struct RunSummary {
     pub particle_steps_per_s: f64,
     /// Building the neighbour structures before the first step ([`Simulation::prepare`]).
     pub setup_s: f64,
+    /// The whole set-up, from reading the scene (or [`RunOptions::started`]) to the first
+    /// step: generating or reading the particles, balancing, the first neighbour build (max
+    /// over ranks).
+    pub setup_total_s: f64,
+    /// CPU time (user + system) of a rank's process up to the end of the set-up, max over
+    /// ranks: the set-up's work per rank, which oversubscribed ranks' wall time does not show.
+    pub setup_cpu_s: f64,
+    /// Peak resident memory of a rank at the end of the set-up [MB = 10⁶ bytes], (min, max)
+    /// over ranks: the high-water mark of the whole process so far (`getrusage`), so a
+    /// transient O(N) buffer of the set-up shows in it.
+    pub setup_rss_mb: [f64; 2],
     /// The run stopped early on this signal, after writing this checkpoint.
     pub stopped: Option<(i32, PathBuf)>,
     /// The last checkpoint written by this run.
@@ -217,6 +231,7 @@ pub fn restart_out_dir(checkpoint: &Path, ck_dirs: &[&str]) -> Option<PathBuf> {
 /// and `timing.json`). The output directory is checked first ([`check_out_dir`]), before the
 /// set-up.
 pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
+    let started = opts.started.unwrap_or_else(Instant::now);
     let out_dir = match &opts.out {
         Some(d) => d.clone(),
         None => join_under(Path::new("output"), "scene name", &scene.name)?,
@@ -232,15 +247,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let scene_path = std::fs::canonicalize(&scene.file).unwrap_or_else(|_| scene.file.clone());
     let (scene_text, scene_file) = (scene.text.clone(), scene_path.display().to_string());
     // A generated CPM specimen is saved (`x y z r`, readable by `TextFile`) so that other runs
-    // can start from it.
-    // (rank 0 walks the scene's sources once more, keeping all: CPM specimens are small).
-    let specimen = match opts.restart.is_none()
-        && scene.interaction_radius.is_some()
-        && crate::domain::comm::Comm::world_rank() == 0
-    {
-        true => Some(specimen_text(&scene.generate(&|_, _| true, &mut |_| true)?)),
-        false => None,
-    };
+    // can start from it: written by all ranks from their own spheres once they exist.
+    let specimen = opts.restart.is_none() && scene.interaction_radius.is_some();
     let mut io = CheckpointIo::default();
     let t_read = Instant::now();
     let mut sim = match &opts.restart {
@@ -283,14 +291,9 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         _ => Ok(None),
     };
     let mut strain_csv = sim.comm.agree(strain_csv)?;
-    let written = match (&specimen, root) {
-        (Some(t), true) => {
-            let p = out_dir.join("specimen.txt");
-            std::fs::write(&p, t).map_err(|e| Error::io(&p, e))
-        }
-        _ => Ok(()),
-    };
-    sim.comm.agree(written)?;
+    if specimen {
+        write_specimen(&sim, &out_dir.join("specimen.txt"))?;
+    }
     let snaps = match opts.restart {
         Some(_) => SnapshotWriter::resume(&out_dir, root, sim.step),
         None => SnapshotWriter::new(&out_dir, root),
@@ -325,6 +328,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     }
     let mut start = Instant::now();
     let mut setup_s = 0.0;
+    let (mut setup_total_s, mut setup_cpu_s, mut setup_rss_mb) = (0.0, 0.0, [0.0; 2]);
     let first = sim.step;
     let mut last_progress = Instant::now();
     let mut stopped = None;
@@ -337,6 +341,17 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             let t = sim.prepare()?;
             setup_s = sim.comm.max_f64(t);
             start = Instant::now();
+        }
+        setup_total_s = sim.comm.max_f64(started.elapsed().as_secs_f64());
+        let rss = peak_rss_mb();
+        setup_rss_mb = [sim.comm.min_f64(rss), sim.comm.max_f64(rss)];
+        setup_cpu_s = sim.comm.max_f64(cpu_seconds());
+        if root {
+            info!(
+                "set-up: {setup_total_s:.3} s ({setup_cpu_s:.3} s CPU on the busiest rank), \
+                 peak memory per rank {:.1} to {:.1} MB",
+                setup_rss_mb[0], setup_rss_mb[1]
+            );
         }
         while sim.step < end {
             // Forces are read by the series rows and the strainer's rows only.
@@ -463,6 +478,9 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         wall_s,
         particle_steps_per_s: psps,
         setup_s,
+        setup_total_s,
+        setup_cpu_s,
+        setup_rss_mb,
         stopped,
         checkpoint: last_checkpoint,
         io,
@@ -603,13 +621,77 @@ fn flush(series: &mut Option<Series>, strain: &mut Option<StrainSeries>) -> Resu
 
 /// Build the simulation from a checkpoint (collective).
 /// Spheres as `x y z r` lines.
-fn specimen_text(spheres: &[crate::particles::Particle]) -> String {
-    let mut t = String::from("# demhpc specimen: x y z r [m]\n");
-    for p in spheres {
-        let x = p.pos;
-        t += &format!("{:e} {:e} {:e} {:e}\n", x.x, x.y, x.z, p.radius);
+/// This process' resource usage so far (`getrusage(RUSAGE_SELF)`), `None` if it fails.
+fn usage() -> Option<libc::rusage> {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; on failure we do not read it.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) } != 0 {
+        return None;
     }
-    t
+    // SAFETY: initialised by the successful call above (and zeroed before).
+    Some(unsafe { u.assume_init() })
+}
+
+/// Peak resident set size of this process so far [MB = 10⁶ bytes]: the kernel's high-water
+/// mark (`ru_maxrss`, kB on Linux), so memory freed again still counts. It includes what the
+/// MPI library maps: under `mpirun` with its default binding Open MPI 4.1 loads hwloc's
+/// plugins (X11, OpenCL, libxml2: +3 MB) for 3 ranks or more but not for 2, so compare rank
+/// counts with `--bind-to none` (tests/scaling_memory.rs).
+pub fn peak_rss_mb() -> f64 {
+    usage().map_or(0.0, |u| u.ru_maxrss as f64 * 1024.0 / 1e6)
+}
+
+/// CPU time (user + system) of this process so far [s].
+pub fn cpu_seconds() -> f64 {
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
+    usage().map_or(0.0, |u| t(u.ru_utime) + t(u.ru_stime))
+}
+
+/// Write `specimen.txt`, `x y z r` per sphere in gid order (readable by `TextFile`), from the
+/// ranks' own spheres before the first step (collective): each rank sends its spheres to the
+/// rank whose gid block [r·N/P, (r + 1)·N/P) holds them (one all-to-all, as snapshots do),
+/// formats its block and writes it at its byte offset (an exclusive prefix sum of the blocks'
+/// lengths) into the file rank 0 created. No rank holds more than its block (issue 19: rank 0
+/// used to generate the whole scene for it). Positions are the generated ones (unwrapped).
+fn write_specimen(sim: &Simulation, path: &Path) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    const HEADER: &str = "# demhpc specimen: x y z r [m]\n";
+    let comm = &sim.comm;
+    let (n, p) = (sim.n_global().max(1) as u128, comm.size());
+    let ps = &sim.ps;
+    let cell = sim.domain.size();
+    // gid g lies in block ⌊((g + 1) P − 1) / N⌋ (gids are dense in a fresh run)
+    let block = |g: u64| (((g as u128 + 1) * p as u128 - 1) / n) as usize;
+    let mut bufs: Vec<Vec<f64>> = vec![Vec::new(); p];
+    for i in 0..ps.n_owned {
+        let x = ps.unwrapped(i, &cell);
+        let b = &mut bufs[block(ps.gid[i]).min(p - 1)];
+        b.extend_from_slice(&[f64::from_bits(ps.gid[i]), x.x, x.y, x.z, ps.radius[i]]);
+    }
+    let counts: Vec<usize> = bufs.iter().map(Vec::len).collect();
+    let send = bufs.concat();
+    drop(bufs);
+    let mut recv = Vec::new();
+    comm.all_to_all_f64s(&send, &counts, &mut recv);
+    drop(send);
+    let mut rows: Vec<&[f64]> = recv.chunks_exact(5).collect();
+    rows.sort_unstable_by_key(|v| v[0].to_bits());
+    let mut text = String::new();
+    for v in rows {
+        text += &format!("{:e} {:e} {:e} {:e}\n", v[1], v[2], v[3], v[4]);
+    }
+    let at = HEADER.len() as u64 + comm.exscan_u64(text.len() as u64);
+    let created = match comm.is_root() {
+        true => std::fs::write(path, HEADER).map_err(|e| Error::io(path, e)),
+        false => Ok(()),
+    };
+    comm.agree(created)?;
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.write_all_at(text.as_bytes(), at))
+        .map_err(|e| Error::io(path, e));
+    comm.agree(written)
 }
 
 /// One row of `strainer.csv` (collective: every rank computes, rank 0 writes).
@@ -665,7 +747,14 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
     }
     restart_cuts(&mut sim, path, &info)?;
     let dec = sim.dec.clone();
-    let restored = checkpoint::read_local(path, &info, &limits, |x| dec.owns(x));
+    // only the writers' blocks near this subdomain (the checkpoint's index): a contact's two
+    // particles lay within the halo of each other at the last rebuild
+    let want = checkpoint::Wanted {
+        owns: &|x| dec.owns(x),
+        near: &|lo, hi, m| dec.may_reach(lo, hi, m),
+        reach: sim.halo() * 1.01,
+    };
+    let restored = checkpoint::read_local(path, &info, &limits, &want);
     // A rank that cannot read its part must not leave the others waiting in `restore`.
     let restored = sim.comm.agree(restored)?;
     checkpoint::check_global(path, &info, &restored, &sim.comm)?;
@@ -807,7 +896,7 @@ fn write_timing(
         io.writes, io.write_s, io.write_bytes, io.read_s, io.read_bytes
     );
     let json = format!(
-        "{{\n  \"scene\": \"{}\",\n  \"ranks\": {},\n  \"grid\": [{}, {}, {}],\n  \"threads\": {},\n  \"reproducible\": {},\n  \"particles\": {},\n  \"steps\": {},\n  \"wall_s\": {:.6},\n  \"setup_s\": {:.6},\n  \"particle_steps_per_s\": {:.6e},\n  \"rebuilds\": {},\n  \"ghost_fraction\": {:.6},\n  \"bytes_sent_per_step_per_rank\": {:.1},\n  \"messages_per_step_per_rank\": {:.2},\n  \"load_per_rank\": {},\n  \"cut_moves\": {},\n  \"checkpoint\": {},\n  \"phases_s\": {{{}}},\n  \"phases\": {{\n{}\n  }}\n}}\n",
+        "{{\n  \"scene\": \"{}\",\n  \"ranks\": {},\n  \"grid\": [{}, {}, {}],\n  \"threads\": {},\n  \"reproducible\": {},\n  \"particles\": {},\n  \"steps\": {},\n  \"wall_s\": {:.6},\n  \"setup_s\": {:.6},\n  \"setup_total_s\": {:.6},\n  \"setup_cpu_s\": {:.6},\n  \"setup_rss_mb\": {{\"min\": {:.3}, \"max\": {:.3}}},\n  \"particle_steps_per_s\": {:.6e},\n  \"rebuilds\": {},\n  \"ghost_fraction\": {:.6},\n  \"bytes_sent_per_step_per_rank\": {:.1},\n  \"messages_per_step_per_rank\": {:.2},\n  \"load_per_rank\": {},\n  \"cut_moves\": {},\n  \"checkpoint\": {},\n  \"phases_s\": {{{}}},\n  \"phases\": {{\n{}\n  }}\n}}\n",
         sim.name,
         c.ranks,
         d[0],
@@ -819,6 +908,10 @@ fn write_timing(
         s.steps_done,
         s.wall_s,
         s.setup_s,
+        s.setup_total_s,
+        s.setup_cpu_s,
+        s.setup_rss_mb[0],
+        s.setup_rss_mb[1],
         s.particle_steps_per_s,
         sim.n_rebuilds,
         c.ghost_fraction,

@@ -93,6 +93,25 @@ impl SetupWatch {
         Ok(())
     }
 
+    /// `n` more items done at once (a parallel loop's worth; `done` so far): as [`tick`]
+    /// `n` times, with one look at the signals.
+    ///
+    /// [`tick`]: SetupWatch::tick
+    pub fn tick_many(&mut self, done: u64, n: u64) -> crate::error::Result<()> {
+        if let Some(sig) = requested() {
+            return Err(crate::Error::Stopped {
+                sig,
+                what: self.what.clone(),
+            });
+        }
+        let before = self.ticks / 1024;
+        self.ticks += n;
+        if self.ticks / 1024 != before {
+            self.progress(done);
+        }
+        Ok(())
+    }
+
     #[cold]
     fn progress(&mut self, done: u64) {
         if self.last.elapsed().as_secs_f64() < Self::EVERY {

@@ -345,10 +345,20 @@ fn unbalanced_force(f_free: f64, n_free: usize, f_contacts: f64, n_contacts: usi
 fn create_owned(scene: &Scene, dec: &Decomp, comm: &Comm) -> Result<Particles> {
     let margin = 2.0 * scene.summary.rmax;
     let d = &scene.domain;
-    let kept = scene.generate(&|lo, hi| dec.may_hold(lo, hi, margin), &mut |p| {
-        d.wrap_one(&mut p.pos, &mut p.wrap);
-        dec.near(&p.pos, margin)
-    })?;
+    // dense packings first, by all ranks together (collective); then every rank walks the
+    // generators, skipping what cannot be near its subdomain — a random fill's far tiles may
+    // fail (too full) on some ranks only: agreed before the collective overlap check
+    let packs = crate::scene::pack::packs_for(scene, dec, comm)?;
+    let kept = scene.generate(
+        &|lo, hi| dec.may_hold(lo, hi, margin),
+        &mut |p| {
+            d.wrap_one(&mut p.pos, &mut p.wrap);
+            dec.near(&p.pos, margin)
+        },
+        &packs,
+    );
+    drop(packs);
+    let kept = comm.agree(kept)?;
     let mut ps = Particles::default();
     for p in kept.iter().filter(|p| dec.owns(&p.pos)) {
         ps.push_owned(p);
@@ -709,6 +719,11 @@ impl Simulation {
         self.want_box = !self.need_rebuild && collide::box_wanted(d2, self.skin);
         self.n_rebuilds = r.n_rebuilds;
         self.set_engine_state(&r.engines)
+    }
+
+    /// The halo: 2 r_max + skin (+ the CPM reach), how far ghosts and candidate pairs reach.
+    pub fn halo(&self) -> f64 {
+        self.halo
     }
 
     /// Positions of the owned particles at the last neighbour rebuild (Verlet trigger).

@@ -273,7 +273,7 @@ bad!(
     dense_pack_huge,
     At::Scene,
     8,
-    "a dense packing has 1 to 1e6"
+    "a dense packing has 1 to 2147483647"
 );
 bad!(
     random_fill_jammed,
@@ -285,7 +285,7 @@ bad!(
     random_fill_count,
     At::Scene,
     8,
-    "a random fill holds at most 10000000"
+    "spheres[0].count: too many spheres (at most 2147483647 per scene)"
 );
 bad!(
     lammps_huge_header,

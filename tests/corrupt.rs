@@ -38,6 +38,8 @@ const DATASETS: &[&str] = &[
     "walls/vel",
     "walls/ref_point",
     "text/scene",
+    "index/rows",
+    "index/ref_box",
 ];
 
 /// A checkpoint of the small settle at step 6000 (a packed bed: 250 contacts), written on
@@ -389,7 +391,7 @@ fn the_checksums_verify_with_h5py() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         text.lines().filter(|l| l.starts_with("ok ")).count(),
-        29,
+        31, // 29 datasets (index/ included), the root attributes, the integrity block
         "{text}"
     );
     let bad = tmp.0.join("bad.h5");

@@ -68,6 +68,17 @@ impl Comm {
         }))
     }
 
+    /// Another Cartesian grid over the same processes (collective: every rank calls it with the
+    /// same arguments), e.g. for a set-up step decomposed differently from the run (a dense
+    /// packing over its own shape). Ranks are not reordered, so rank r is the same process in
+    /// both. One process: itself, for a 1×1×1 grid only.
+    pub fn regrid(&self, dims: [usize; 3], periodic: [bool; 3]) -> Option<Comm> {
+        match self {
+            Comm::Serial => (dims == [1; 3]).then_some(Comm::Serial),
+            Comm::Mpi(_) => Comm::cartesian(dims, periodic),
+        }
+    }
+
     /// Number of ranks in the world communicator (1 when MPI is not initialised: call only
     /// after `MpiEnv::init`).
     pub fn world_size() -> usize {

@@ -113,6 +113,23 @@ impl Decomp {
         })
     }
 
+    /// Could a point in the box `[lo, hi]` grown by `margin` on every side lie in this rank's
+    /// subdomain, periodic images included (a box within `margin` of a periodic face also
+    /// reaches the subdomains at the opposite face)? Conservative; a restart uses it to pick
+    /// the checkpoint's row blocks it must read.
+    pub fn may_reach(&self, lo: &V3, hi: &V3, margin: f64) -> bool {
+        (0..3).all(|a| {
+            let (b0, b1) = self.bounds(a);
+            let (x0, x1) = (lo[a] - margin, hi[a] + margin);
+            let meets = |s: f64| x1 + s >= b0 && x0 + s <= b1;
+            if !self.periodic[a] {
+                return meets(0.0);
+            }
+            let l = self.cuts[a][self.dims[a]] - self.cuts[a][0];
+            x1 - x0 >= l || meets(0.0) || meets(l) || meets(-l)
+        })
+    }
+
     /// Which neighbours exist along each axis: [lower, upper].
     pub fn has_neighbours(&self, a: usize) -> [bool; 2] {
         if self.periodic[a] {

@@ -80,6 +80,12 @@ struct Local {
     w_state: Vec<f64>,
     lead_gid1: Vec<u64>,
     lead_gid2: Vec<u64>,
+    /// This rank's row of `index/rows`: (first row, rows) of its block of particles,
+    /// contacts, wall contacts and leading pairs.
+    index_rows: Vec<u64>,
+    /// This rank's row of `index/ref_box`: the bounding box (lo, hi) of its `ref_pos` rows
+    /// (+∞, −∞ when it has none).
+    index_box: Vec<f64>,
 }
 
 fn collect(sim: &Simulation) -> Local {
@@ -186,6 +192,8 @@ const LAYOUT: &[(&str, Kind, usize)] = &[
     ("walls/ref_point", Kind::F64, 3),
     ("text/scene", Kind::U8, 1),
     ("text/engines", Kind::U8, 1),
+    ("index/rows", Kind::U64, 8),
+    ("index/ref_box", Kind::F64, 6),
 ];
 
 /// This rank's rows of one dataset.
@@ -247,6 +255,8 @@ fn rows_of<'a>(
         w(3),
         t(0),
         t(1),
+        Rows::U64(&l.index_rows),
+        Rows::F64(&l.index_box),
     ]
 }
 
@@ -491,12 +501,20 @@ fn info_of_sim(
 /// rank — is returned on every rank; `latest` still names the last good checkpoint.
 pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) -> Result<()> {
     let comm = &sim.comm;
-    let l = collect(sim);
+    let mut l = collect(sim);
     let counts = [l.gid.len(), l.c_gid1.len(), l.w_gid.len()].map(|c| c as u64);
     let offs = counts.map(|c| comm.exscan_u64(c));
     let tots = counts.map(|c| comm.sum_u64(c));
     let n_lead = l.lead_gid1.len() as u64;
     let lead = (comm.sum_u64(n_lead), comm.exscan_u64(n_lead));
+    l.index_rows = vec![
+        offs[0], counts[0], offs[1], counts[1], offs[2], counts[2], lead.1, n_lead,
+    ];
+    let (lo, hi) = sim.reference().iter().fold(
+        (V3::repeat(f64::INFINITY), V3::repeat(f64::NEG_INFINITY)),
+        |(lo, hi), x| (lo.inf(x), hi.sup(x)),
+    );
+    l.index_box = [lo.as_slice(), hi.as_slice()].concat();
     let info = info_of_sim(sim, scene_text, scene_file, tots);
     let walls = wall_rows(sim);
     let rows = rows_of(
@@ -514,6 +532,7 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
             Some("contacts") => (tots[1], offs[1]),
             Some("wall_contacts") => (tots[2], offs[2]),
             Some("leading") => lead,
+            Some("index") => (comm.size() as u64, comm.rank() as u64),
             _ if name == "text/scene" => (info.scene_text.len() as u64, 0),
             _ if name == "text/engines" => (info.engines.len() as u64, 0),
             _ => (n_walls, 0),
@@ -535,6 +554,7 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
                 "leading",
                 "walls",
                 "text",
+                "index",
             ] {
                 f.create_group(g)?;
             }
@@ -850,6 +870,7 @@ impl CheckpointInfo {
             Some("particles") => self.n_particles,
             Some("contacts") => self.n_contacts,
             Some("wall_contacts") => self.n_wall_contacts,
+            Some("index") => self.ranks,
             _ => f.dataset(name)?.shape().first().copied().unwrap_or(0) as u64,
         })
     }
@@ -1141,26 +1162,172 @@ fn check_state(group: &str, key: (u64, u64), st: &[f64]) -> std::result::Result<
     }
 }
 
+/// What a rank reads on restart: the particles whose reference position it owns, and the
+/// contacts touching them.
+pub struct Wanted<'a> {
+    /// Does this rank own a particle whose reference position (at the last rebuild, inside
+    /// the cell) is `x`?
+    pub owns: &'a dyn Fn(&V3) -> bool,
+    /// Could this rank own a particle whose reference position lies in the box `[lo, hi]`
+    /// grown by `margin` (periodic images included)? Conservative (`Decomp::may_reach`).
+    pub near: &'a dyn Fn(&V3, &V3, f64) -> bool,
+    /// The largest distance between the reference positions of a contact's two particles:
+    /// the halo (a contact is a candidate pair of the last rebuild, closer than
+    /// 2 r_max + skin, plus the CPM reach).
+    pub reach: f64,
+}
+
+impl Wanted<'static> {
+    /// Everything (`demhpc info`, one process).
+    pub fn all() -> Self {
+        Wanted {
+            owns: &|_| true,
+            near: &|_, _, _| true,
+            reach: 0.0,
+        }
+    }
+}
+
 /// Read this rank's part of a checkpoint: the particles whose position at the last neighbour
-/// rebuild (`ref_pos`, inside the cell) `owns` accepts, and every contact touching one of them.
-/// Each rank scans the file in blocks of `READ_BLOCK` rows. Every row kept is checked against
-/// `limits` and for finite values; the checks that need every rank (counts, unique gids,
-/// contact partners) are [`check_global`]'s.
+/// rebuild (`ref_pos`, inside the cell) `want.owns` accepts, and every contact touching one of
+/// them. A file of version 2 is read through its index (`index/rows`, `index/ref_box`): only
+/// the row blocks of the writers whose particles this rank may own (particles, wall
+/// contacts), or whose particles lie within `want.reach` of its subdomain (contacts and
+/// leading pairs, written by the owner of particle 1): O(N/P) rows per rank when reader and
+/// writer subdomains are alike. A version-1 file is scanned whole. Blocks are read
+/// `READ_BLOCK` rows at a time. Every row kept is checked against `limits` and for finite
+/// values, and every row read against its writer's box; the checks that need every rank
+/// (counts, unique gids, contact partners) are [`check_global`]'s.
 pub fn read_local(
     path: &Path,
     info: &CheckpointInfo,
     limits: &Limits,
-    owns: impl Fn(&V3) -> bool,
+    want: &Wanted,
 ) -> Result<Restored> {
     let f = open(path)?;
-    read_local_h5(&f, info, limits, owns).map_err(|e| e.into_error(path))
+    read_local_h5(&f, info, limits, want).map_err(|e| e.into_error(path))
+}
+
+/// Test hook: `DEMHPC_CHECKPOINT_SCAN_ALL=1` makes every rank scan every row, as for a
+/// version-1 file (no index): the O(N)-per-rank reading the index replaced, kept reachable so
+/// that tests/scaling_memory.rs can show its memory measure sees the difference.
+fn scan_all() -> bool {
+    std::env::var_os("DEMHPC_CHECKPOINT_SCAN_ALL").is_some_and(|v| v == "1")
+}
+
+/// Row ranges (first, count) of each group a rank reads, and for the particle ranges the
+/// box every row's `ref_pos` must lie in.
+#[derive(Default)]
+struct Blocks {
+    particles: Vec<ParticleBlock>,
+    contacts: Vec<(usize, usize)>,
+    wall_contacts: Vec<(usize, usize)>,
+    leading: Vec<(usize, usize)>,
+}
+
+/// A block of particle rows: first row, rows, and the box of their `ref_pos` (from the index).
+type ParticleBlock = (usize, usize, Option<(V3, V3)>);
+
+/// Rows of `leading/`.
+fn leading_rows(f: &File) -> hdf5::Result<u64> {
+    Ok(f.dataset("leading/gid1")?
+        .shape()
+        .first()
+        .copied()
+        .unwrap_or(0) as u64)
+}
+
+/// The blocks this rank reads: from the index (version 2), else every row (version 1). The
+/// index is checked first: each group's blocks must follow each other in writer order and
+/// add up to its rows, a writer with contacts must have particles, and a writer's box must
+/// be finite (or empty when it wrote no particle).
+fn blocks(f: &File, info: &CheckpointInfo, want: &Wanted) -> std::result::Result<Blocks, Fault> {
+    let totals = [
+        info.n_particles,
+        info.n_contacts,
+        info.n_wall_contacts,
+        leading_rows(f)?,
+    ];
+    let mut b = Blocks::default();
+    if info.format_version < 2 || scan_all() {
+        let all = |n: u64| vec![(0usize, n as usize)];
+        b.particles = vec![(0, totals[0] as usize, None)];
+        b.contacts = all(totals[1]);
+        b.wall_contacts = all(totals[2]);
+        b.leading = all(totals[3]);
+        return Ok(b);
+    }
+    let w = info.ranks as usize;
+    let rows = read_rows::<u64>(&ds(f, "index/rows", w as u64, 8)?, 0, w, 8)?;
+    let boxes = read_rows::<f64>(&ds(f, "index/ref_box", w as u64, 6)?, 0, w, 6)?;
+    let bad = |what: String| Fault::Damaged(format!("index/rows: {what}"));
+    let mut next = [0u64; 4];
+    for k in 0..w {
+        let row = &rows[8 * k..8 * k + 8];
+        for g in 0..4 {
+            let (first, n) = (row[2 * g], row[2 * g + 1]);
+            if first != next[g] || n > totals[g] - next[g].min(totals[g]) {
+                return Err(bad(format!(
+                    "writer {k}'s block ({first}, {n}) does not follow the previous ones \
+                     (next row {}, {} rows)",
+                    next[g], totals[g]
+                )));
+            }
+            next[g] += n;
+        }
+        if row[1] == 0 && (row[3] > 0 || row[5] > 0 || row[7] > 0) {
+            return Err(bad(format!("writer {k} wrote contacts but no particle")));
+        }
+        let (lo, hi) = (v3(&boxes[6 * k..], 0), v3(&boxes[6 * k..], 1));
+        let empty =
+            lo.iter().all(|&x| x == f64::INFINITY) && hi.iter().all(|&x| x == f64::NEG_INFINITY);
+        let finite =
+            lo.iter().chain(hi.iter()).all(|x| x.is_finite()) && (0..3).all(|a| lo[a] <= hi[a]);
+        if !(finite || (empty && row[1] == 0)) {
+            return Err(Fault::Damaged(format!(
+                "index/ref_box: writer {k}'s box {:?}..{:?} is not a box",
+                lo.as_slice(),
+                hi.as_slice()
+            )));
+        }
+        if row[1] == 0 {
+            continue;
+        }
+        let range = |g: usize| (row[2 * g] as usize, row[2 * g + 1] as usize);
+        if (want.near)(&lo, &hi, 0.0) {
+            b.particles
+                .push((row[0] as usize, row[1] as usize, Some((lo, hi))));
+            b.wall_contacts.push(range(2));
+        }
+        if (want.near)(&lo, &hi, want.reach) {
+            b.contacts.push(range(1));
+            b.leading.push(range(3));
+        }
+    }
+    if next != totals {
+        return Err(bad(format!(
+            "the blocks hold {next:?} rows, the file {totals:?} (particles, contacts, wall \
+             contacts, leading pairs)"
+        )));
+    }
+    Ok(b)
+}
+
+/// `(offset, rows)` pieces of at most `READ_BLOCK` rows covering the ranges.
+fn chunks(ranges: &[(usize, usize)]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    ranges.iter().flat_map(|&(first, n)| {
+        (0..n.div_ceil(READ_BLOCK)).map(move |c| {
+            let off = c * READ_BLOCK;
+            (first + off, READ_BLOCK.min(n - off))
+        })
+    })
 }
 
 fn read_local_h5(
     f: &File,
     info: &CheckpointInfo,
     lim: &Limits,
-    owns: impl Fn(&V3) -> bool,
+    want: &Wanted,
 ) -> std::result::Result<Restored, Fault> {
     let n = info.n_particles;
     let p = |name: &str, cols| ds(f, &format!("particles/{name}"), n, cols);
@@ -1178,16 +1345,32 @@ fn read_local_h5(
         p("inertia", 1)?,
     );
     let (d_mat, d_blk, d_wrap) = (p("material", 1)?, p("blocked", 1)?, p("wrap", 3)?);
+    let blocks = blocks(f, info, want)?;
     let mut ps = Particles::default();
     let mut reference = Vec::new();
-    let mut off = 0usize;
     let mut watch = crate::signals::SetupWatch::new("reading the checkpoint", Some(n));
-    while off < n as usize {
-        watch.tick(off as u64).map_err(Fault::Other)?;
-        let rows = READ_BLOCK.min(n as usize - off);
-        let rf = read_rows::<f64>(&d_ref, off, rows, 3)?;
-        let mine: Vec<usize> = (0..rows).filter(|&k| owns(&v3(&rf, k))).collect();
-        if !mine.is_empty() {
+    let mut done = 0u64;
+    for &(first, count, bx) in &blocks.particles {
+        for (off, rows) in chunks(&[(first, count)]) {
+            watch.tick(done).map_err(Fault::Other)?;
+            done += rows as u64;
+            let rf = read_rows::<f64>(&d_ref, off, rows, 3)?;
+            if let Some((lo, hi)) = bx {
+                let outside = (0..rows).find(|&k| {
+                    let x = v3(&rf, k);
+                    (0..3).any(|a| !(lo[a] <= x[a] && x[a] <= hi[a]))
+                });
+                if let Some(k) = outside {
+                    return Err(Fault::Damaged(format!(
+                        "index/ref_box: row {} lies outside its writer's box",
+                        off + k
+                    )));
+                }
+            }
+            let mine: Vec<usize> = (0..rows).filter(|&k| (want.owns)(&v3(&rf, k))).collect();
+            if mine.is_empty() {
+                continue;
+            }
             let gid = read_rows::<u64>(&d_gid, off, rows, 1)?;
             let pos = read_rows::<f64>(&d_pos, off, rows, 3)?;
             let vel = read_rows::<f64>(&d_vel, off, rows, 3)?;
@@ -1220,7 +1403,6 @@ fn read_local_h5(
                 reference.push(v3(&rf, k));
             }
         }
-        off += rows;
     }
     let mut owned: Vec<u64> = ps.gid.clone();
     owned.sort_unstable();
@@ -1231,59 +1413,55 @@ fn read_local_h5(
     let (d1, d2, dst) = (c("gid1", nc, 1)?, c("gid2", nc, 1)?, c("state", nc, s)?);
     c("image", nc, 3)?;
     let mut contacts = Vec::new();
-    let mut off = 0usize;
-    while off < nc as usize {
-        let rows = READ_BLOCK.min(nc as usize - off);
+    for (off, rows) in chunks(&blocks.contacts) {
         let g1 = read_rows::<u64>(&d1, off, rows, 1)?;
         let g2 = read_rows::<u64>(&d2, off, rows, 1)?;
         let mine: Vec<usize> = (0..rows)
             .filter(|&k| is_owned(g1[k]) || is_owned(g2[k]))
             .collect();
-        if !mine.is_empty() {
-            let st = read_rows::<f64>(&dst, off, rows, s)?;
-            for &k in &mine {
-                let key = (g1[k], g2[k]);
-                if key.0 >= key.1 || key.1 >= lim.max_gid {
-                    return Err(Fault::Damaged(format!(
-                        "contacts/gid1, gid2: contact {key:?} (gids must be ordered and below {})",
-                        lim.max_gid
-                    )));
-                }
-                let row = &st[s * k..s * (k + 1)];
-                check_state("contacts", key, row).map_err(Fault::Damaged)?;
-                contacts.push((key, ContactState::unpack(row)));
-            }
+        if mine.is_empty() {
+            continue;
         }
-        off += rows;
+        let st = read_rows::<f64>(&dst, off, rows, s)?;
+        for &k in &mine {
+            let key = (g1[k], g2[k]);
+            if key.0 >= key.1 || key.1 >= lim.max_gid {
+                return Err(Fault::Damaged(format!(
+                    "contacts/gid1, gid2: contact {key:?} (gids must be ordered and below {})",
+                    lim.max_gid
+                )));
+            }
+            let row = &st[s * k..s * (k + 1)];
+            check_state("contacts", key, row).map_err(Fault::Damaged)?;
+            contacts.push((key, ContactState::unpack(row)));
+        }
     }
     let w = |name: &str, rows, cols| ds(f, &format!("wall_contacts/{name}"), rows, cols);
     let nw = info.n_wall_contacts;
     let (dg, dw, dst) = (w("gid", nw, 1)?, w("wall", nw, 1)?, w("state", nw, s)?);
     let mut wall_contacts = Vec::new();
-    let mut off = 0usize;
-    while off < nw as usize {
-        let rows = READ_BLOCK.min(nw as usize - off);
+    for (off, rows) in chunks(&blocks.wall_contacts) {
         let g = read_rows::<u64>(&dg, off, rows, 1)?;
         let wi = read_rows::<u64>(&dw, off, rows, 1)?;
         let mine: Vec<usize> = (0..rows).filter(|&k| is_owned(g[k])).collect();
-        if !mine.is_empty() {
-            let st = read_rows::<f64>(&dst, off, rows, s)?;
-            for &k in &mine {
-                let key = (g[k], wi[k]);
-                if key.1 >= lim.n_walls as u64 {
-                    return Err(Fault::Damaged(format!(
-                        "wall_contacts/wall: contact {key:?} names wall {} of {}",
-                        key.1, lim.n_walls
-                    )));
-                }
-                let row = &st[s * k..s * (k + 1)];
-                check_state("wall_contacts", key, row).map_err(Fault::Damaged)?;
-                wall_contacts.push((key, ContactState::unpack(row)));
-            }
+        if mine.is_empty() {
+            continue;
         }
-        off += rows;
+        let st = read_rows::<f64>(&dst, off, rows, s)?;
+        for &k in &mine {
+            let key = (g[k], wi[k]);
+            if key.1 >= lim.n_walls as u64 {
+                return Err(Fault::Damaged(format!(
+                    "wall_contacts/wall: contact {key:?} names wall {} of {}",
+                    key.1, lim.n_walls
+                )));
+            }
+            let row = &st[s * k..s * (k + 1)];
+            check_state("wall_contacts", key, row).map_err(Fault::Damaged)?;
+            wall_contacts.push((key, ContactState::unpack(row)));
+        }
     }
-    let leading = read_leading(f, &is_owned)?;
+    let leading = read_leading(f, &blocks.leading, &is_owned)?;
     let walls_n = f
         .dataset("walls/point")?
         .shape()
@@ -1388,15 +1566,17 @@ pub fn check_global(path: &Path, info: &CheckpointInfo, r: &Restored, comm: &Com
     Ok(())
 }
 
-/// The keys of `leading/` (pairs touching at the last rebuild) that touch a particle this rank
-/// keeps.
-fn read_leading(f: &File, is_owned: &dyn Fn(u64) -> bool) -> hdf5::Result<Vec<(u64, u64)>> {
-    let (d1, d2) = (f.dataset("leading/gid1")?, f.dataset("leading/gid2")?);
-    let n = d1.shape().first().copied().unwrap_or(0);
+/// The keys of `leading/` (pairs touching at the last rebuild) in the row ranges `ranges` that
+/// touch a particle this rank keeps.
+fn read_leading(
+    f: &File,
+    ranges: &[(usize, usize)],
+    is_owned: &dyn Fn(u64) -> bool,
+) -> hdf5::Result<Vec<(u64, u64)>> {
+    let n = leading_rows(f)?;
+    let (d1, d2) = (ds(f, "leading/gid1", n, 1)?, ds(f, "leading/gid2", n, 1)?);
     let mut out = Vec::new();
-    let mut off = 0usize;
-    while off < n {
-        let rows = READ_BLOCK.min(n - off);
+    for (off, rows) in chunks(ranges) {
         let g1 = read_rows::<u64>(&d1, off, rows, 1)?;
         let g2 = read_rows::<u64>(&d2, off, rows, 1)?;
         out.extend(
@@ -1404,7 +1584,6 @@ fn read_leading(f: &File, is_owned: &dyn Fn(u64) -> bool) -> hdf5::Result<Vec<(u
                 .filter(|&k| is_owned(g1[k]) || is_owned(g2[k]))
                 .map(|k| (g1[k], g2[k])),
         );
-        off += rows;
     }
     Ok(out)
 }
@@ -1433,7 +1612,7 @@ pub fn inspect(path: &Path, info: &CheckpointInfo, limits: Option<Limits>) -> Re
             }
         }
     };
-    let r = read_local(path, info, &limits, |_| true)?;
+    let r = read_local(path, info, &limits, &Wanted::all())?;
     check_global(path, info, &r, &comm)?;
     Ok(format!(
         "{}, {} particles and {} contacts checked",

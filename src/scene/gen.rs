@@ -49,7 +49,8 @@ pub fn splitmix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-fn unit(h: u64) -> f64 {
+/// Uniform in [0, 1) from the top 53 bits of a hash.
+pub(crate) fn unit(h: u64) -> f64 {
     (h >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -72,10 +73,6 @@ pub fn lattice_sphere(s: &LatticeSpec, m: u64) -> (V3, f64) {
     (V3::new(x, y, z) + V3::from(s.origin), r)
 }
 
-/// Spheres per set-up walk that a random fill may hold: random sequential addition is
-/// sequential, so every rank regenerates the whole fill (~44 bytes a sphere) in each walk.
-pub const MAX_RANDOM_FILL: u64 = 10_000_000;
-
 /// Largest solid fraction a random fill may ask for: random sequential addition of equal
 /// spheres jams near 38 % (Widom's RSA limit, ~0.384 in 3D); beyond it the fill is impossible
 /// and would only fail after a long search.
@@ -83,13 +80,6 @@ pub const MAX_FILL_FRACTION: f64 = 0.38;
 
 /// Counts and the box of a random fill, checked before anything is sized from them.
 pub fn check_random_fill(s: &RandomFillSpec) -> std::result::Result<(), String> {
-    if s.count > MAX_RANDOM_FILL {
-        return Err(format!(
-            "{} spheres: a random fill holds at most {MAX_RANDOM_FILL} (every rank generates \
-             all of it; use a Lattice or a data file for more)",
-            s.count
-        ));
-    }
     let ext = V3::from(s.hi) - V3::from(s.lo);
     let vol = ext.x * ext.y * ext.z;
     let r = s.radius * (1.0 - s.polydispersity);
@@ -106,38 +96,120 @@ pub fn check_random_fill(s: &RandomFillSpec) -> std::result::Result<(), String> 
             100.0 * MAX_FILL_FRACTION
         ));
     }
+    let rmax = s.radius * (1.0 + s.polydispersity);
+    if ext.iter().any(|&e| e <= 2.0 * rmax) {
+        return Err(format!(
+            "the box is smaller than one sphere of radius {rmax:e} m"
+        ));
+    }
     Ok(())
 }
 
-/// Random sequential addition of `count` non-overlapping spheres in the box: sphere k tries
-/// positions hashed from (seed, k, attempt) until it overlaps nothing placed before.
-/// `check_random_fill` must have accepted `s`; `bad` places an error in the scene.
-pub fn random_fill(
+/// Least edge of a random fill's tiles, in largest diameters.
+pub const FILL_TILE_DIAMETERS: f64 = 8.0;
+/// Fewest spheres a tile of a random fill holds on average (a few spheres in a large box would
+/// otherwise make billions of empty tiles).
+pub const FILL_TILE_SPHERES: f64 = 64.0;
+
+/// The tiling of a random fill's box (ARCHITECTURE.md "Distributed set-up"): equal tiles, at
+/// least [`FILL_TILE_DIAMETERS`] largest diameters and [`FILL_TILE_SPHERES`] spheres on average
+/// each, numbered x fastest. Tile t holds spheres `first(t)..first(t + 1)` (an even split of the
+/// count) and every sphere lies entirely inside its tile, so tiles are filled independently
+/// of each other: a rank generates only the tiles near its subdomain, and the result (gids,
+/// bits) does not depend on which tiles a rank generates, i.e. on the rank count. Everything
+/// here follows from the spec alone.
+#[derive(Clone, Debug)]
+pub struct FillTiles {
+    lo: V3,
+    hi: V3,
+    edge: V3,
+    pub dims: [u64; 3],
+    count: u64,
+}
+
+impl FillTiles {
+    /// `check_random_fill` must have accepted `s`.
+    pub fn new(s: &RandomFillSpec) -> Self {
+        let (lo, hi) = (V3::from(s.lo), V3::from(s.hi));
+        let ext = hi - lo;
+        let rmax = s.radius * (1.0 + s.polydispersity);
+        let vol = ext.x * ext.y * ext.z;
+        let by_count = (vol * FILL_TILE_SPHERES / s.count.max(1) as f64).cbrt();
+        let l = (FILL_TILE_DIAMETERS * 2.0 * rmax).max(by_count);
+        // at most vol / l³ ≤ count / 64 tiles in all (finite: the box is)
+        let dims = [0, 1, 2].map(|a| (ext[a] / l).floor().max(1.0) as u64);
+        let edge = V3::from_fn(|a, _| ext[a] / dims[a] as f64);
+        FillTiles {
+            lo,
+            hi,
+            edge,
+            dims,
+            count: s.count,
+        }
+    }
+
+    /// Number of tiles.
+    pub fn n(&self) -> u64 {
+        self.dims.iter().product()
+    }
+
+    /// Linear index of tile (i, j, k).
+    pub fn index(&self, c: [u64; 3]) -> u64 {
+        c[0] + self.dims[0] * (c[1] + self.dims[1] * c[2])
+    }
+
+    /// Index (in the fill) of the first sphere of tile `t`; `first(n())` = count. An even split
+    /// in integers: tile t holds ⌊(t + 1) count / T⌋ − ⌊t count / T⌋ spheres.
+    pub fn first(&self, t: u64) -> u64 {
+        (t as u128 * self.count as u128 / self.n() as u128) as u64
+    }
+
+    /// Coordinate of tile boundary `i` along `a` (the last one is the box's face exactly).
+    fn plane(&self, a: usize, i: u64) -> f64 {
+        match i == self.dims[a] {
+            true => self.hi[a],
+            false => self.lo[a] + i as f64 * self.edge[a],
+        }
+    }
+
+    /// The box spanned by tiles `from` to `to` (inclusive corners, grid coordinates).
+    pub fn span(&self, from: [u64; 3], to: [u64; 3]) -> (V3, V3) {
+        (
+            V3::from_fn(|a, _| self.plane(a, from[a])),
+            V3::from_fn(|a, _| self.plane(a, to[a] + 1)),
+        )
+    }
+}
+
+/// The spheres of tile `c` of a random fill, in gid order: random sequential addition inside
+/// the tile (sphere k tries positions hashed from (seed, k, attempt) until it overlaps nothing
+/// placed before it in the tile; a sphere of radius r keeps its centre r inside the tile's
+/// faces). `bad` places an error in the scene.
+pub fn random_fill_tile(
     s: &RandomFillSpec,
+    tiles: &FillTiles,
+    c: [u64; 3],
     bad: &dyn Fn(String) -> Error,
     tick: &mut Ticker,
 ) -> Result<Vec<(V3, f64)>> {
-    check_random_fill(s).map_err(bad)?;
-    let lo = V3::from(s.lo);
-    let hi = V3::from(s.hi);
+    let t = tiles.index(c);
+    let (k0, k1) = (tiles.first(t), tiles.first(t + 1));
+    let (tlo, thi) = tiles.span(c, c);
+    let text = thi - tlo;
     let rmax = s.radius * (1.0 + s.polydispersity);
-    let inner_lo = lo + V3::repeat(rmax);
-    let ext = hi - lo - V3::repeat(2.0 * rmax);
-    if ext.iter().any(|&e| e <= 0.0) {
-        return Err(bad(format!(
-            "box is smaller than one sphere of radius {rmax}"
-        )));
-    }
-    let grid = FillGrid::new(&ext, 2.0 * rmax, s.count);
+    let grid = FillGrid::new(&text, 2.0 * rmax, k1 - k0);
     // a linked list per cell (head, next): the overlap test is exact, so neither the cell
     // size nor the order of the spheres within a cell changes which position is accepted
     let mut head = vec![u32::MAX; grid.n_cells()];
-    let mut next: Vec<u32> = Vec::with_capacity(s.count as usize);
-    let mut out: Vec<(V3, f64)> = Vec::with_capacity(s.count as usize);
-    for k in 0..s.count {
+    let mut next: Vec<u32> = Vec::with_capacity((k1 - k0) as usize);
+    let mut out: Vec<(V3, f64)> = Vec::with_capacity((k1 - k0) as usize);
+    for k in k0..k1 {
         tick.tick()?;
         let base = splitmix(s.seed ^ splitmix(k));
         let r = s.radius * (1.0 + s.polydispersity * (2.0 * unit(splitmix(base)) - 1.0));
+        // tile edges are ≥ 2 r_max (check_random_fill): the room for the centre is ≥ 0
+        let inner_lo = tlo + V3::repeat(r);
+        let room = (text - V3::repeat(2.0 * r)).sup(&V3::zeros());
         let mut placed = false;
         for attempt in 1..=10_000u64 {
             let hsh = splitmix(base.wrapping_add(attempt.wrapping_mul(0x632be59bd9b4e019)));
@@ -146,12 +218,12 @@ pub fn random_fill(
                 unit(splitmix(hsh)),
                 unit(splitmix(hsh ^ 0xabcdef)),
             );
-            let x = inner_lo + ext.component_mul(&u);
-            let c = grid.cell_of(&(x - inner_lo));
-            if grid.free(&c, &head, &next, &out, &x, r) {
-                let cell = grid.index(&c);
-                next.push(head[cell]);
-                head[cell] = out.len() as u32;
+            let x = inner_lo + room.component_mul(&u);
+            let cell = grid.cell_of(&(x - tlo));
+            if grid.free(&cell, &head, &next, &out, &x, r) {
+                let i = grid.index(&cell);
+                next.push(head[i]);
+                head[i] = out.len() as u32;
                 out.push((x, r));
                 placed = true;
                 break;
@@ -159,9 +231,35 @@ pub fn random_fill(
         }
         if !placed {
             return Err(bad(format!(
-                "could not place sphere {k} of {} without overlap: the box is too full",
-                s.count
+                "could not place sphere {k} of {} without overlap (in its tile {:?}..{:?}): \
+                 the box is too full",
+                s.count,
+                tlo.as_slice(),
+                thi.as_slice()
             )));
+        }
+    }
+    Ok(out)
+}
+
+/// Every sphere of a random fill, tile by tile (tests, tools: O(count) memory).
+pub fn random_fill(
+    s: &RandomFillSpec,
+    bad: &dyn Fn(String) -> Error,
+    tick: &mut Ticker,
+) -> Result<Vec<(V3, f64)>> {
+    check_random_fill(s).map_err(bad)?;
+    let tiles = FillTiles::new(s);
+    let mut out = vec![(V3::zeros(), 0.0); s.count as usize];
+    let [nx, ny, nz] = tiles.dims;
+    for k in 0..nz {
+        for j in 0..ny {
+            for i in 0..nx {
+                let t = tiles.index([i, j, k]);
+                let f = tiles.first(t) as usize;
+                let v = random_fill_tile(s, &tiles, [i, j, k], bad, tick)?;
+                out[f..f + v.len()].copy_from_slice(&v);
+            }
         }
     }
     Ok(out)
@@ -225,12 +323,8 @@ impl FillGrid {
     }
 }
 
-/// Most spheres of a dense packing: the compaction takes thousands of sweeps over all of
-/// them (about a millisecond per sphere on one core), and every rank holds the specimen.
-pub const MAX_DENSE_PACK: u64 = 1_000_000;
-
 /// The bounding box of a packing's shape and, for a cylinder, its base centre and radius.
-fn pack_shape(s: &DensePackSpec) -> (V3, V3, Option<(V3, f64)>) {
+pub fn pack_shape(s: &DensePackSpec) -> (V3, V3, Option<(V3, f64)>) {
     match s.shape {
         PackShape::Box { lo, hi } => (V3::from(lo), V3::from(hi), None),
         PackShape::Cylinder {
@@ -249,7 +343,8 @@ fn pack_shape(s: &DensePackSpec) -> (V3, V3, Option<(V3, f64)>) {
 }
 
 /// The sphere count of a dense packing, n = (1 − porosity) V / (4/3 π r³), checked (finite
-/// shape at least 4 radii wide, 1 ≤ n ≤ [`MAX_DENSE_PACK`]) before anything is sized from it.
+/// shape at least 4 radii wide, 1 ≤ n ≤ the scene's sphere limit) before anything is sized
+/// from it.
 pub fn dense_pack_count(s: &DensePackSpec) -> std::result::Result<u64, String> {
     let r = s.radius;
     let (lo, hi, cyl) = pack_shape(s);
@@ -270,119 +365,14 @@ pub fn dense_pack_count(s: &DensePackSpec) -> std::result::Result<u64, String> {
     };
     let vs = 4.0 / 3.0 * std::f64::consts::PI * r * r * r;
     let n = ((1.0 - s.porosity) * vol / vs).round();
-    if !(n >= 1.0 && n <= MAX_DENSE_PACK as f64) {
+    let max = super::MAX_SPHERES;
+    if !(n >= 1.0 && n <= max as f64) {
         return Err(format!(
-            "{n:e} spheres: a dense packing has 1 to {MAX_DENSE_PACK:e} (its compaction takes \
-             about a millisecond per sphere); adjust radius, shape or porosity"
+            "{n:e} spheres: a dense packing has 1 to {max} (the scene's limit); adjust radius, \
+             shape or porosity"
         ));
     }
     Ok(n as u64)
-}
-
-/// Dense random packing of equal spheres (the thesis' specimens have porosity ≈ 0.36–0.40).
-///
-/// A frictionless compaction done geometrically rather than dynamically (a force-biased /
-/// Jodrey–Tory style relaxation): n = (1 − porosity) V/(4/3 π r³) centres are drawn uniformly
-/// (hash of (seed, k)), the radius grows from a loose size to r while overlaps are pushed apart
-/// (Gauss–Seidel sweeps in gid order over a cell grid, each pair moved apart by its overlap)
-/// and centres are kept inside the shape. Deterministic and sequential. Residual overlaps
-/// (reported) are harmless for CPM: cohesive links take their initial distance as d₀.
-/// Returns the spheres and the largest residual overlap relative to r.
-pub fn dense_pack(
-    s: &DensePackSpec,
-    bad: &dyn Fn(String) -> Error,
-    watch: &mut SetupWatch,
-) -> Result<(Vec<(V3, f64)>, f64)> {
-    let r = s.radius;
-    let (lo, hi, cyl) = pack_shape(s);
-    let ext = hi - lo;
-    let n = dense_pack_count(s).map_err(bad)? as usize;
-    // keep a centre inside the shape shrunk by the current radius ρ
-    let clamp = |x: &mut V3, rho: f64| {
-        for a in 0..3 {
-            x[a] = x[a].clamp(lo[a] + rho, hi[a] - rho);
-        }
-        if let Some((b, rc)) = cyl {
-            let (dx, dy) = (x.x - b.x, x.y - b.y);
-            let d = (dx * dx + dy * dy).sqrt();
-            if d > rc - rho {
-                let f = (rc - rho) / d;
-                x.x = b.x + dx * f;
-                x.y = b.y + dy * f;
-            }
-        }
-    };
-    let mut pos: Vec<V3> = (0..n as u64)
-        .map(|k| {
-            let h = |c: u64| unit(splitmix(s.seed ^ splitmix(3 * k + c)));
-            let mut x = lo + V3::new(h(0) * ext.x, h(1) * ext.y, h(2) * ext.z);
-            clamp(&mut x, r);
-            x
-        })
-        .collect();
-    // cell grid of edge ≥ 2r
-    let nc = V3::from_fn(|a, _| ((ext[a] / (2.0 * r)).floor() as usize).max(1) as f64);
-    let (nx, ny, nz) = (nc.x as usize, nc.y as usize, nc.z as usize);
-    let cell_of = |x: &V3| {
-        let c = |a: usize, m: usize| (((x[a] - lo[a]) / ext[a] * m as f64) as usize).min(m - 1);
-        (c(0, nx), c(1, ny), c(2, nz))
-    };
-    let mut head = vec![u32::MAX; nx * ny * nz];
-    let mut next = vec![u32::MAX; n];
-    let mut rho = r * 0.6;
-    let mut max_ov = f64::INFINITY;
-    let (mut since, mut at_full) = (0, 0);
-    for sweep in 0..20_000 {
-        head.iter_mut().for_each(|h| *h = u32::MAX);
-        for i in (0..n).rev() {
-            let (a, b, c) = cell_of(&pos[i]);
-            let h = &mut head[a + nx * (b + ny * c)];
-            next[i] = *h;
-            *h = i as u32;
-        }
-        max_ov = 0.0;
-        for i in 0..n {
-            watch.tick(sweep)?; // a sweep of a large pack takes long: one look per sphere
-            let (a, b, c) = cell_of(&pos[i]);
-            for cz in c.saturating_sub(1)..(c + 2).min(nz) {
-                for cy in b.saturating_sub(1)..(b + 2).min(ny) {
-                    for cx in a.saturating_sub(1)..(a + 2).min(nx) {
-                        let mut j = head[cx + nx * (cy + ny * cz)];
-                        while j != u32::MAX {
-                            let ju = j as usize;
-                            if ju > i {
-                                let d = pos[ju] - pos[i];
-                                let l2 = d.norm_squared();
-                                if l2 < 4.0 * rho * rho && l2 > 0.0 {
-                                    let l = l2.sqrt();
-                                    let ov = 2.0 * rho - l;
-                                    max_ov = max_ov.max(ov);
-                                    let m = d * (0.5 * ov * 1.01 / l);
-                                    pos[i] -= m;
-                                    pos[ju] += m;
-                                    clamp(&mut pos[i], rho);
-                                    clamp(&mut pos[ju], rho);
-                                }
-                            }
-                            j = next[ju];
-                        }
-                    }
-                }
-            }
-        }
-        if rho >= r {
-            at_full += 1;
-            if max_ov < 1e-3 * r || at_full > 300 {
-                break;
-            }
-        } else if max_ov < 1e-2 * rho || since >= 30 {
-            rho = (rho * 1.002).min(r);
-            since = 0;
-        } else {
-            since += 1;
-        }
-    }
-    Ok((pos.into_iter().map(|x| (x, r)).collect(), max_ov / r))
 }
 
 fn data_err(path: &Path, line: usize, msg: impl std::fmt::Display) -> Error {
@@ -884,6 +874,40 @@ mod tests {
         // here only the construction bounds: r ∈ [0.9, 1.1] mm, |x − lattice| ≤ jitter.
         assert!((0.9e-3..=1.1e-3).contains(&r));
         assert!((x - V3::repeat(1.2e-3)).amax() <= 0.05e-3);
+    }
+
+    /// A fill of several tiles: the count, gids of each tile contiguous, every sphere inside
+    /// its tile (so tiles are independent), and no two spheres overlapping anywhere.
+    #[test]
+    fn random_fill_tiles_are_independent() {
+        let s = RandomFillSpec {
+            material: "m".into(),
+            lo: [0.0; 3],
+            hi: [6.0, 4.0, 3.0],
+            count: 2000,
+            radius: 0.1,
+            polydispersity: 0.2,
+            seed: 9,
+        };
+        let tiles = FillTiles::new(&s);
+        assert_eq!(tiles.dims, [3, 2, 1]);
+        let v = random_fill(&s, &|m| Error::Input(m), &mut Ticker::new("t", None)).unwrap();
+        assert_eq!(v.len(), 2000);
+        for c in [[0, 0, 0], [2, 1, 0], [1, 0, 0]] {
+            let t = tiles.index(c);
+            let (lo, hi) = tiles.span(c, c);
+            for (x, r) in &v[tiles.first(t) as usize..tiles.first(t + 1) as usize] {
+                assert!(
+                    (0..3).all(|a| x[a] - r >= lo[a] && x[a] + r <= hi[a]),
+                    "{x:?}"
+                );
+            }
+        }
+        for a in 0..v.len() {
+            for b in a + 1..v.len() {
+                assert!((v[a].0 - v[b].0).norm() >= v[a].1 + v[b].1, "{a} {b}");
+            }
+        }
     }
 
     #[test]

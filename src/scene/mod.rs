@@ -4,6 +4,7 @@
 
 pub mod gen;
 pub mod locate;
+pub mod pack;
 pub mod schema;
 pub mod source;
 
@@ -13,7 +14,6 @@ use crate::domain::Domain;
 use crate::error::{Error, Result};
 use crate::material::{CpmNamed, FrictMat, Material};
 use crate::particles::{Particle, Particles};
-use crate::signals::SetupWatch;
 use crate::V3;
 use locate::Locations;
 use schema::*;
@@ -763,24 +763,20 @@ pub(crate) const MAX_SPHERES: u64 = u32::MAX as u64 / 2;
 /// The first sphere found in a wrong place by the parse-time walk (reported after the other
 /// checks of the scene, where the single-process code made this check).
 struct Misplaced {
-    gid: u64,
-    pos: V3,
+    /// What lies there: `sphere gid G at [..]`, or a generated source's possible centre.
+    what: String,
     /// The wall it lies behind, or `None`: outside the domain.
     wall: Option<usize>,
 }
 
 impl Misplaced {
     fn error(&self, ctx: &Ctx) -> Error {
-        let at = self.pos.as_slice();
         match self.wall {
             Some(k) => ctx.err(
                 &format!("walls[{k}]"),
-                format!("sphere gid {} at {at:?} lies behind this wall", self.gid),
+                format!("{} lies behind this wall", self.what),
             ),
-            None => ctx.err(
-                "domain",
-                format!("sphere gid {} at {at:?} lies outside the domain", self.gid),
-            ),
+            None => ctx.err("domain", format!("{} lies outside the domain", self.what)),
         }
     }
 }
@@ -859,23 +855,84 @@ impl Scan<'_> {
     }
 
     fn misplaced(&self, p: &Particle) -> Option<Misplaced> {
+        let what = || format!("sphere gid {} at {:?}", p.gid, p.pos.as_slice());
+        self.misplaced_at(&p.pos, what)
+    }
+
+    /// A centre at `x` behind a wall or outside the given domain (non-periodic axes).
+    fn misplaced_at(&self, x: &V3, what: impl Fn() -> String) -> Option<Misplaced> {
         let behind = self
             .walls
             .iter()
-            .position(|w| (p.pos - w.point).dot(&w.normal) < 0.0);
+            .position(|w| (x - w.point).dot(&w.normal) < 0.0);
         let outside = self.domain.as_ref().is_some_and(|d| {
-            (0..3).any(|a| !d.periodic[a] && !(d.lo[a]..=d.hi[a]).contains(&p.pos[a]))
+            (0..3).any(|a| !d.periodic[a] && !(d.lo[a]..=d.hi[a]).contains(&x[a]))
         });
-        (behind.is_some() || outside).then_some(Misplaced {
-            gid: p.gid,
-            pos: p.pos,
+        (behind.is_some() || outside).then(|| Misplaced {
+            what: what(),
             wall: behind,
         })
+    }
+
+    /// A generated source, from its [`source::Region`] (nothing generated): the radii at both
+    /// bounds must be sane, and the box of its possible centres must lie in front of every
+    /// wall and inside the domain — checked at the box's corners (walls are planes, the
+    /// domain a box), so a fill whose box reaches behind a wall is refused even where no
+    /// sphere happens to lie.
+    fn visit_region(&mut self, mats: &[Material], g: &source::Region, first: u64, path: &str) {
+        if self.absurd.is_some() {
+            return;
+        }
+        let rho = mats[g.material as usize].density();
+        let (clo, chi) = g.centres;
+        for r in [g.rmin, g.rmax] {
+            for x in [clo, chi] {
+                let p = Particle::sphere(first, x, r, rho, g.material);
+                if let Some(why) = self.absurd(&p) {
+                    self.absurd = Some(why);
+                    return;
+                }
+            }
+        }
+        let mut wrapped = (clo, chi);
+        if let Some(d) = self.domain {
+            let l = d.size();
+            for a in (0..3).filter(|&a| d.periodic[a]) {
+                let (mut x0, mut x1) = (clo, chi);
+                d.wrap_one(&mut x0, &mut [0; 3]);
+                d.wrap_one(&mut x1, &mut [0; 3]);
+                // a box that crosses the cell's boundary covers the whole cell once wrapped
+                let (a0, a1) = match x0[a] <= x1[a] && chi[a] - clo[a] < l[a] {
+                    true => (x0[a], x1[a]),
+                    false => (d.lo[a], d.hi[a]),
+                };
+                wrapped.0[a] = a0;
+                wrapped.1[a] = a1;
+            }
+        }
+        self.sum.add_region(g, wrapped, mats);
+        if self.bad.is_none() {
+            for c in 0..8 {
+                let x = V3::from_fn(|a, _| if c >> a & 1 == 0 { clo[a] } else { chi[a] });
+                let what = || {
+                    format!(
+                        "{path}: a sphere centre may lie at {:?} (a corner of the box of its \
+                         centres)",
+                        x.as_slice()
+                    )
+                };
+                if let Some(m) = self.misplaced_at(&x, what) {
+                    self.bad = Some(m);
+                    break;
+                }
+            }
+        }
     }
 }
 
 /// Validate the generators and walk them once (the [`Summary`], placement checks against
-/// the walls and the given domain). Nothing is kept: O(1) memory for lattices and files.
+/// the walls and the given domain). Nothing is kept: O(1) memory for lattices and files;
+/// random fills and dense packings are not generated (their [`source::Region`]).
 fn build_spheres(
     ctx: &Ctx,
     specs: &[SphereSpec],
@@ -907,11 +964,20 @@ fn build_spheres(
             col,
             path: p,
         };
-        let visit = &mut |q: &mut Particle| {
-            scan.visit(mats, q);
-            false
+        let n = match src.region() {
+            Some(g) => {
+                scan.visit_region(mats, &g, offset, &loc.path);
+                g.n
+            }
+            None => {
+                let visit = &mut |q: &mut Particle| {
+                    scan.visit(mats, q);
+                    false
+                };
+                let all = &|_: &V3, _: &V3| true;
+                src.walk(offset, mats, &loc, &mut none, visit, &mut tick, all, None)?
+            }
         };
-        let n = src.walk(offset, mats, &loc, &mut none, visit, &mut tick)?;
         if let Some(why) = scan.absurd.take() {
             return Err(loc.err(why));
         }
@@ -997,13 +1063,11 @@ fn source(ctx: &Ctx, p: &str, s: &SphereSpec, mats: &[Material], offset: u64) ->
                 return Err(ctx.err(&format!("{p}.porosity"), "must be in [0.3, 0.9)"));
             }
             check_pack_shape(ctx, p, &d.shape)?;
-            let mut watch = SetupWatch::new(format!("DensePack of {p} (compaction sweeps)"), None);
-            let (v, ov) = gen::dense_pack(d, &|e| ctx.err(p, e), &mut watch)?;
-            log::info!("{p}: {} spheres, largest overlap {ov:.3e} r", v.len());
-            if v.len() as u64 + offset > MAX_SPHERES {
+            let n = gen::dense_pack_count(d).map_err(|e| ctx.err(p, e))?;
+            if n + offset > MAX_SPHERES {
                 return Err(too_many("radius"));
             }
-            Source::DensePack(std::sync::Arc::new(v), m)
+            Source::DensePack(d.clone(), m)
         }
         SphereSpec::TextFile(t) => {
             let m = ctx.material(&format!("{p}.material"), &t.material, mats)?;
@@ -1080,13 +1144,16 @@ impl Scene {
 
     /// Create the spheres that `keep` accepts: it sees each sphere at its place in the scene
     /// (tile shift applied) and may move it (wrap it into the periodic cell). Tiles whose
-    /// centres' box `may_hold(lo, hi)` rejects are skipped without being generated. Gids:
-    /// tile t, base gid g → t · n_base + g, the same on every rank. Memory O(kept) (plus a
-    /// random fill while it is regenerated).
+    /// centres' box `may_hold(lo, hi)` rejects are skipped without being generated, and so
+    /// are the tiles of a random fill. Gids: tile t, base gid g → t · n_base + g, the same on
+    /// every rank. `packs[k]`, when given, holds the spheres of the dense packing
+    /// `sources[k]` this rank may need (`scene::pack::packs_for`; without it the packing is
+    /// made here in full). Memory O(kept) (plus one tile of a random fill).
     pub fn generate(
         &self,
         may_hold: &dyn Fn(&V3, &V3) -> bool,
         keep: &mut dyn FnMut(&mut Particle) -> bool,
+        packs: &[Option<pack::PackSpheres>],
     ) -> Result<Vec<Particle>> {
         let mut out = Vec::new();
         let what = format!("creating the spheres of {}", self.file.display());
@@ -1098,14 +1165,17 @@ impl Scene {
                 continue;
             }
             let start = out.len();
-            for (src, first, loc) in self.sources.iter() {
+            for (k, (src, first, loc)) in self.sources.iter().enumerate() {
                 let visit = &mut |p: &mut Particle| {
                     if t > 0 {
                         p.pos += s; // tile 0 untouched: bit-identical to an unreplicated scene
                     }
                     keep(p)
                 };
-                src.walk(*first, &self.materials, loc, &mut out, visit, &mut tick)?;
+                let near = &|lo: &V3, hi: &V3| may_hold(&(lo + s), &(hi + s));
+                let pack = packs.get(k).and_then(|p| p.as_deref());
+                let m = &self.materials;
+                src.walk(*first, m, loc, &mut out, visit, &mut tick, near, pack)?;
             }
             for p in &mut out[start..] {
                 p.gid += t * self.base.n;
@@ -1320,7 +1390,7 @@ mod tests {
     }
 
     fn all(s: &Scene) -> Vec<Particle> {
-        s.generate(&|_, _| true, &mut |_| true).unwrap()
+        s.generate(&|_, _| true, &mut |_| true, &[]).unwrap()
     }
 
     /// Replication (3, 1, 2) of a 2×2×2 lattice in a 2 m tile: 8 · 6 spheres, gid = tile · 8 +
@@ -1441,6 +1511,42 @@ mod tests {
         assert_eq!(scene("name: \"a.b-c_d\",").unwrap().name, "a.b-c_d");
     }
 
+    /// A random fill generated per subdomain (only the tiles near it) gives each rank the
+    /// spheres of the whole fill it owns, with the same gids and bits: the ranks of a 2×2×1
+    /// grid partition the fill.
+    #[test]
+    fn random_fill_per_subdomain_partitions_the_fill() {
+        let text = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, friction_angle: 0.5, density: 2600.0)],
+    spheres: [RandomFill(material: "g", lo: (0.0, 0.0, 0.0), hi: (4.0, 3.0, 2.0), count: 900,
+                         radius: 0.05, polydispersity: 0.2, seed: 3)],
+    dt: Fixed(1e-5), run: Steps(1),
+)"#;
+        let s = Scene::parse(text, Path::new("t.ron")).unwrap();
+        let whole = all(&s);
+        assert_eq!(whole.len(), 900);
+        let (lo, hi) = (s.summary.lo, s.summary.hi);
+        let mut mine = Vec::new();
+        for c in [[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0]] {
+            let d = &s.domain;
+            let dec =
+                crate::domain::decomp::Decomp::new([2, 2, 1], c, d.periodic, d.lo, d.hi, lo, hi);
+            let own = &mut |p: &mut Particle| dec.owns(&p.pos);
+            mine.extend(
+                s.generate(&|a, b| dec.may_hold(a, b, 0.0), own, &[])
+                    .unwrap(),
+            );
+        }
+        mine.sort_by_key(|p| p.gid);
+        assert_eq!(mine.len(), 900);
+        for (a, b) in mine.iter().zip(&whole) {
+            assert_eq!(
+                (a.gid, a.pos, a.radius.to_bits()),
+                (b.gid, b.pos, b.radius.to_bits())
+            );
+        }
+    }
+
     /// Streaming set-up: the spheres kept by the ranks of a 2×2×1 grid partition the scene.
     #[test]
     fn owned_spheres_partition_the_scene() {
@@ -1452,10 +1558,14 @@ mod tests {
             let dec =
                 crate::domain::decomp::Decomp::new([2, 2, 1], c, d.periodic, d.lo, d.hi, lo, hi);
             let mine = s
-                .generate(&|a, b| dec.may_hold(a, b, 0.0), &mut |p| {
-                    d.wrap_one(&mut p.pos, &mut p.wrap);
-                    dec.owns(&p.pos)
-                })
+                .generate(
+                    &|a, b| dec.may_hold(a, b, 0.0),
+                    &mut |p| {
+                        d.wrap_one(&mut p.pos, &mut p.wrap);
+                        dec.owns(&p.pos)
+                    },
+                    &[],
+                )
                 .unwrap();
             assert!(!mine.is_empty());
             gids.extend(mine.iter().map(|p| p.gid));
