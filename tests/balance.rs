@@ -31,16 +31,7 @@ fn ok(o: &std::process::Output, what: &str) {
 /// `timing.json` of a run: (cut moves, [max/avg of particles, contacts, cost per rank]).
 fn balance_of(out: &Path) -> (u64, [f64; 3]) {
     let t = std::fs::read_to_string(out.join("timing.json")).unwrap();
-    let num = |key: &str, from: usize| -> f64 {
-        let k = t[from..]
-            .find(key)
-            .unwrap_or_else(|| panic!("{key} in {t}"))
-            + from;
-        let rest = &t[k + key.len()..];
-        let rest = rest.trim_start_matches([':', ' ', '"']);
-        let end = rest.find([',', '}', '\n']).unwrap();
-        rest[..end].trim().parse().unwrap()
-    };
+    let num = |key: &str, from: usize| json_num(&t, key, from);
     let moves = num("\"cut_moves\"", 0) as u64;
     let load = t.find("\"load_per_rank\"").unwrap();
     let ratio = |name: &str| {

@@ -84,15 +84,7 @@ struct Setup {
 
 fn setup_of(out: &Path) -> Setup {
     let t = std::fs::read_to_string(out.join("timing.json")).unwrap();
-    let num = |key: &str, from: usize| -> f64 {
-        let k = t[from..]
-            .find(key)
-            .unwrap_or_else(|| panic!("{key} in {t}"))
-            + from;
-        let rest = t[k + key.len()..].trim_start_matches([':', ' ', '"']);
-        let end = rest.find([',', '}', '\n']).unwrap();
-        rest[..end].trim().parse().unwrap()
-    };
+    let num = |key: &str, from: usize| json_num(&t, key, from);
     let rss = t
         .find("\"setup_rss_mb\"")
         .expect("setup_rss_mb in timing.json");

@@ -167,3 +167,15 @@ pub fn chute() -> String {
         .unwrap()
         .replace("../bench/data/data.chute", data.to_str().unwrap())
 }
+
+/// The number after the first `key` (e.g. `"\"cut_moves\""`) at or after byte `from` of a
+/// `timing.json` text.
+pub fn json_num(t: &str, key: &str, from: usize) -> f64 {
+    let k = t[from..]
+        .find(key)
+        .unwrap_or_else(|| panic!("{key} in {t}"))
+        + from;
+    let rest = t[k + key.len()..].trim_start_matches([':', ' ', '"']);
+    let end = rest.find([',', '}', '\n']).unwrap();
+    rest[..end].trim().parse().unwrap()
+}
