@@ -2,6 +2,8 @@
 //! (Yade's Ip2 functors, digest A3; thesis §2.2.1 eq. 2.13–2.20). A closed set: one `match`.
 
 pub use crate::contact::law::cpm::CpmMat;
+use crate::contact::law::hertz;
+pub use crate::contact::law::FrictLawKind;
 use serde::{Deserialize, Serialize};
 
 /// A material, as given in the scene (all SI).
@@ -12,6 +14,25 @@ pub enum Material {
     /// Šmilauer's Concrete Particle Model (Yade `CpmMat`, thesis §3.2): cohesive links with
     /// damage, compressive hardening and shear plasticity (`contact/law/cpm.rs`).
     Cpm(CpmNamed),
+    /// Hertz–Mindlin elastic–frictional contacts with restitution damping
+    /// (`contact/law/hertz.rs`; LIGGGHTS `hertz` + `tangential history`, Woo `HertzPhys`).
+    Hertz(HertzMat),
+}
+
+/// A Hertz–Mindlin material (all SI; laws-and-flows digest §1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HertzMat {
+    pub name: String,
+    /// Young's modulus E [Pa].
+    pub young: f64,
+    /// Poisson's ratio ν of the material (the elastic constant, unlike `Frict`'s kt/kn).
+    pub poisson: f64,
+    /// Interparticle friction angle φ [rad] (μ = tan φ; LIGGGHTS `coefficientFriction`).
+    pub friction_angle: f64,
+    /// Density ρ [kg/m³].
+    pub density: f64,
+    /// Normal coefficient of restitution e ∈ (0, 1]; `None` = elastic (no damping).
+    pub restitution: Option<f64>,
 }
 
 /// A named CPM material (the parameters, with their defaults, are [`CpmMat`]).
@@ -41,18 +62,29 @@ impl Material {
         match self {
             Material::Frict(m) => &m.name,
             Material::Cpm(m) => &m.name,
+            Material::Hertz(m) => &m.name,
         }
     }
     pub fn density(&self) -> f64 {
         match self {
             Material::Frict(m) => m.density,
             Material::Cpm(m) => m.params.density,
+            Material::Hertz(m) => m.density,
         }
     }
     pub fn young(&self) -> f64 {
         match self {
             Material::Frict(m) => m.young,
             Material::Cpm(m) => m.params.young,
+            Material::Hertz(m) => m.young,
+        }
+    }
+    /// The frictional law family of this material (CPM: none).
+    pub fn frict_law(&self) -> Option<FrictLawKind> {
+        match self {
+            Material::Frict(_) => Some(FrictLawKind::CundallStrack),
+            Material::Hertz(_) => Some(FrictLawKind::HertzMindlin),
+            Material::Cpm(_) => None,
         }
     }
     /// The CPM parameters, if this is a CPM material.
@@ -117,7 +149,10 @@ pub struct PairMix {
     poisson: [f64; 2],
     tan_phi: f64,
     /// 2 ζ of the pair's restitution (c_n = 2 ζ sqrt(m_eff K_N)); `None` = no damping.
+    /// Hertz pairs: α of `contact/law/hertz.rs` (c_n = α sqrt(m_eff kn)).
     two_zeta: Option<f64>,
+    /// Hertz pairs: (E*, G*) of the two materials (otherwise `None`: linear).
+    hertz: Option<(f64, f64)>,
 }
 
 impl PairMix {
@@ -125,18 +160,24 @@ impl PairMix {
     pub fn of(a: &Material, b: &Material) -> PairMix {
         match (a, b) {
             (Material::Frict(a), Material::Frict(b)) => {
-                let e = match (a.restitution, b.restitution) {
-                    (Some(x), Some(y)) => Some(x.min(y)),
-                    (Some(x), None) | (None, Some(x)) => Some(x),
-                    (None, None) => None,
-                };
+                let e = min_restitution(a.restitution, b.restitution);
                 PairMix {
                     two_e: [2.0 * a.young, 2.0 * b.young],
                     poisson: [a.poisson, b.poisson],
                     tan_phi: a.friction_angle.min(b.friction_angle).tan(),
                     two_zeta: e.filter(|&e| e < 1.0).map(|e| 2.0 * damping_ratio(e)),
+                    hertz: None,
                 }
             }
+            (Material::Hertz(a), Material::Hertz(b)) => PairMix {
+                two_e: [2.0 * a.young, 2.0 * b.young],
+                poisson: [a.poisson, b.poisson],
+                tan_phi: a.friction_angle.min(b.friction_angle).tan(),
+                two_zeta: min_restitution(a.restitution, b.restitution)
+                    .filter(|&e| e < 1.0)
+                    .map(hertz::alpha_for_restitution),
+                hertz: Some(hertz_moduli(a, b)),
+            },
             // CPM pairs go through `CpmPhys::new` (contact/law/cpm.rs); a scene never mixes
             // CPM with frictional materials or walls (scene validation), so this is a plain
             // elastic placeholder (K_N = E r of the mirror-sphere rule) used by nothing
@@ -146,13 +187,28 @@ impl PairMix {
                 poisson: [0.0; 2],
                 tan_phi: 0.0,
                 two_zeta: None,
+                hertz: None,
             },
+        }
+    }
+
+    /// The pair parameters of a sphere of radius `r` and mass `m` with a wall: a linear law
+    /// takes the wall as a mirror sphere (digest A3.1), Hertz as a sphere of infinite radius
+    /// and mass (1/R* = 1/r; laws-and-flows digest §1).
+    #[inline]
+    pub fn wall_phys(&self, r: f64, m: f64) -> FrictPhys {
+        match self.hertz {
+            None => self.phys(r, r, m),
+            Some(_) => self.phys(r, f64::INFINITY, m),
         }
     }
 
     /// The pair parameters for radii `r1`, `r2` and reduced mass `m_eff` (see [`mix`]).
     #[inline]
     pub fn phys(&self, r1: f64, r2: f64, m_eff: f64) -> FrictPhys {
+        if let Some((e_star, g_star)) = self.hertz {
+            return self.hertz_phys(e_star, g_star, r1, r2, m_eff);
+        }
         let k1 = self.two_e[0] * r1;
         let k2 = self.two_e[1] * r2;
         let kn = series(k1, k2);
@@ -168,11 +224,47 @@ impl PairMix {
     }
 }
 
+impl PairMix {
+    /// Hertz–Mindlin constants (`contact/law/hertz.rs` module docs): 1/R* = 1/r1 + 1/r2,
+    /// kn = (4/3) E* √R*, ks = 8 G* √R*, c_n = α √(kn m*).
+    #[cold]
+    fn hertz_phys(&self, e_star: f64, g_star: f64, r1: f64, r2: f64, m_eff: f64) -> FrictPhys {
+        let r_star = 1.0 / (1.0 / r1 + 1.0 / r2);
+        let sr = r_star.sqrt();
+        let kn = 4.0 / 3.0 * e_star * sr;
+        FrictPhys {
+            kn,
+            ks: 8.0 * g_star * sr,
+            tan_phi: self.tan_phi,
+            cn: self.two_zeta.map_or(0.0, |a| a * (kn * m_eff).sqrt()),
+        }
+    }
+}
+
+/// The smaller restitution of two (a perfectly elastic partner does not make an inelastic
+/// one elastic); `None` when neither has one.
+fn min_restitution(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (Some(x), None) | (None, Some(x)) => Some(x),
+        (None, None) => None,
+    }
+}
+
+/// Effective moduli of two Hertz materials (laws-and-flows digest §1; Johnson §4.2, §7.2):
+/// 1/E* = (1 − ν1²)/E1 + (1 − ν2²)/E2, 1/G* = 2(2 − ν1)(1 + ν1)/E1 + 2(2 − ν2)(1 + ν2)/E2.
+fn hertz_moduli(a: &HertzMat, b: &HertzMat) -> (f64, f64) {
+    let inv_e = |m: &HertzMat| (1.0 - m.poisson * m.poisson) / m.young;
+    let inv_g = |m: &HertzMat| 2.0 * (2.0 - m.poisson) * (1.0 + m.poisson) / m.young;
+    (1.0 / (inv_e(a) + inv_e(b)), 1.0 / (inv_g(a) + inv_g(b)))
+}
+
 /// [`PairMix`] of every ordered pair of a scene's materials.
 #[derive(Clone, Debug, Default)]
 pub struct MixTable {
     n: usize,
     pairs: Vec<PairMix>,
+    law: FrictLawKind,
 }
 
 impl MixTable {
@@ -183,7 +275,17 @@ impl MixTable {
                 .iter()
                 .flat_map(|a| mats.iter().map(|b| PairMix::of(a, b)))
                 .collect(),
+            law: mats
+                .iter()
+                .find_map(Material::frict_law)
+                .unwrap_or_default(),
         }
+    }
+
+    /// The scene's frictional law (scene validation: one family per scene).
+    #[inline]
+    pub fn law(&self) -> FrictLawKind {
+        self.law
     }
 
     /// Materials `a` (particle 1) and `b` (particle 2), as indices into the scene's list.

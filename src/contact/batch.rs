@@ -1,4 +1,4 @@
-//! The frictional sphere–sphere contact loop in batches (ARCHITECTURE.md "Contact loop").
+//! The frictional sphere–sphere contact loop in batches, for any [`FrictLaw`] (ARCHITECTURE.md "Contact loop").
 //!
 //! One pair of the Cundall–Strack law is a long dependency chain (two square roots and three
 //! divisions in a row): run pair by pair, the processor waits on it (chute: ~55 ns per
@@ -15,12 +15,12 @@
 //! 3. *scatter*: histories back to the pair store, forces to the slots or accumulators, in pair
 //!    order.
 //!
-//! Every lane computes exactly the scalar law ([`law::linear::cundall_strack_step`]) with the
+//! Every lane computes exactly the scalar law ([`FrictLaw::step`], monomorphised per law) with the
 //! same IEEE operations (no fused multiply–add, no reassociation: Rust never contracts), so the
 //! result of a pair is the same bits whatever its lane, its batch, the vector width or the
 //! thread count.
 
-use super::law::linear::cundall_strack_step;
+use super::law::FrictLaw;
 use super::store::FrictState;
 #[cfg(doc)]
 use super::store::PairList;
@@ -36,14 +36,14 @@ const LANES: usize = 64;
 
 impl Kernel {
     /// The law on all lanes of `b` ([`kernel`]) in this variant.
-    fn run(self, b: &mut Lanes, dt: f64) {
+    fn run<L: FrictLaw>(self, b: &mut Lanes, dt: f64) {
         match self {
-            Kernel::Generic => kernel(b, dt),
+            Kernel::Generic => kernel::<L>(b, dt),
             // SAFETY: `detect` chose the variant from the CPU's features.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => unsafe { kernel_avx2(b, dt) },
+            Kernel::Avx2 => unsafe { kernel_avx2::<L>(b, dt) },
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => unsafe { kernel_avx512(b, dt) },
+            Kernel::Avx512 => unsafe { kernel_avx512::<L>(b, dt) },
         }
     }
 }
@@ -246,11 +246,11 @@ impl Lanes {
     }
 }
 
-/// The law on every lane: geometry (thesis §2.3, digest A4.2–A4.3), Cundall–Strack (thesis
-/// eq. 2.45–2.49), torques (digest A6, erratum A13 row 5). The same operations as the scalar
+/// The law `L` on every lane: geometry (thesis §2.3, digest A4.2–A4.3), the law's step
+/// ([`FrictLaw::step`], e.g. Cundall–Strack, thesis eq. 2.45–2.49), torques (digest A6, erratum A13 row 5). The same operations as the scalar
 /// functions it calls, lane by lane.
 #[inline(always)]
-fn kernel(b: &mut Lanes, dt: f64) {
+fn kernel<L: FrictLaw>(b: &mut Lanes, dt: f64) {
     for q in 0..LANES {
         let l = b.l.get(q);
         let d = b.d2[q].sqrt();
@@ -267,7 +267,7 @@ fn kernel(b: &mut Lanes, dt: f64) {
             cn: b.cn[q],
         };
         let twist = n.dot(&(w1 + w2));
-        let (f, fs) = cundall_strack_step(&p, b.fs.get(q), b.n_old.get(q), n, u_n, v12, twist, dt);
+        let (f, fs) = L::step(&p, b.fs.get(q), b.n_old.get(q), n, u_n, v12, twist, dt);
         // Torques: T1 += d1 n × F, T2 += d2 n × F (digest A6, erratum A13 row 5).
         let nxf = n.cross(&f);
         b.u_n[q] = u_n;
@@ -281,14 +281,14 @@ fn kernel(b: &mut Lanes, dt: f64) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn kernel_avx2(b: &mut Lanes, dt: f64) {
-    kernel(b, dt)
+unsafe fn kernel_avx2<L: FrictLaw>(b: &mut Lanes, dt: f64) {
+    kernel::<L>(b, dt)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn kernel_avx512(b: &mut Lanes, dt: f64) {
-    kernel(b, dt)
+unsafe fn kernel_avx512<L: FrictLaw>(b: &mut Lanes, dt: f64) {
+    kernel::<L>(b, dt)
 }
 
 impl PairsView<'_> {
@@ -298,7 +298,7 @@ impl PairsView<'_> {
     /// # Safety
     /// No other thread may run an overlapping range at the same time.
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn run_frict(
+    pub(super) unsafe fn run_frict<L: FrictLaw>(
         &self,
         r: std::ops::Range<usize>,
         out: SlotWriter,
@@ -312,7 +312,7 @@ impl PairsView<'_> {
         let mut b = Lanes::new();
         self.select_lanes(kernel, base, act, st, ps, mix, &mut b, |b, m, act, st| {
             b.fill(kernel, m, ps, st);
-            kernel.run(b, dt);
+            kernel.run::<L>(b, dt);
             scatter(b, m, base, act, st, out);
         });
     }
@@ -634,12 +634,18 @@ mod tests {
 
     #[test]
     fn kernels_agree_bitwise_and_match_the_scalar_law() {
+        kernels_match::<super::super::law::linear::CundallStrack>();
+        kernels_match::<super::super::law::hertz::HertzMindlin>();
+    }
+
+    /// Every kernel variant of law `L` gives the bits of the scalar [`FrictLaw::step`].
+    fn kernels_match<L: FrictLaw>() {
         let dt = 1e-4;
         for seed in 1..20 {
             let mut g = random_lanes(seed);
-            kernel(&mut g, dt);
+            kernel::<L>(&mut g, dt);
             let mut w = random_lanes(seed);
-            Kernel::detect().run(&mut w, dt);
+            Kernel::detect().run::<L>(&mut w, dt);
             for q in 0..LANES {
                 let what = format!("kernel {:?}", Kernel::detect());
                 let outputs = [
@@ -675,8 +681,10 @@ mod tests {
                     n,
                 );
                 let u_n = d - (b0.r1[q] + b0.r2[q]);
-                let f = super::super::law::linear::cundall_strack(
-                    &mut st,
+                let (f, fs) = L::step(
+                    &st.phys,
+                    st.fs,
+                    st.n_old,
                     n,
                     u_n,
                     v12,
@@ -684,7 +692,7 @@ mod tests {
                     dt,
                 );
                 assert_eq!(f, g.f.get(q));
-                assert_eq!(st.fs, g.fs_new.get(q));
+                assert_eq!(fs, g.fs_new.get(q));
                 assert_eq!(g.u_n[q], u_n);
             }
         }

@@ -13,6 +13,9 @@ use crate::material::MixTable;
 use crate::particles::Particles;
 use crate::V3;
 use law::cpm::{self, CpmMat, CpmPhys, CpmState};
+use law::hertz::HertzMindlin;
+use law::linear::CundallStrack;
+use law::{FrictLaw, FrictLawKind};
 use rayon::prelude::*;
 use store::{CpmHist, FrictState, PairForce, PairList, Shared};
 
@@ -82,7 +85,15 @@ impl<'a> SphereLoop<'a> {
     /// No other thread may run an overlapping range at the same time.
     pub unsafe fn run(&self, r: std::ops::Range<usize>, out: SlotWriter) {
         let (ps, mix, dt, kernel) = (self.ps, self.mix, self.dt, self.kernel);
-        self.v.run_frict(r, out, ps, mix, dt, kernel)
+        // one match per range: each law's loop is compiled apart (no dispatch per contact)
+        match mix.law() {
+            FrictLawKind::CundallStrack => self
+                .v
+                .run_frict::<CundallStrack>(r, out, ps, mix, dt, kernel),
+            FrictLawKind::HertzMindlin => self
+                .v
+                .run_frict::<HertzMindlin>(r, out, ps, mix, dt, kernel),
+        }
     }
 }
 
@@ -462,12 +473,18 @@ pub fn wall_pair(
         *active = true;
         let phys = mix
             .get(wall.material, ps.material[i])
-            .phys(r, r, ps.mass[i]);
+            .wall_phys(r, ps.mass[i]);
         *st = FrictState::new(phys, n);
     }
     let w2 = ps.angvel[i];
     let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, ps.vel[i], w2, r, n);
-    let f = law::linear::cundall_strack(st, n, u_n, v12, n.dot(&w2), dt);
+    let step = match mix.law() {
+        FrictLawKind::CundallStrack => CundallStrack::step,
+        FrictLawKind::HertzMindlin => HertzMindlin::step,
+    };
+    let (f, fs) = step(&st.phys, st.fs, st.n_old, n, u_n, v12, n.dot(&w2), dt);
+    st.fs = fs;
+    st.n_old = n;
     PairForce {
         f,
         t1: V3::zeros(),

@@ -12,7 +12,7 @@ use crate::contact::Wall;
 use crate::domain::comm::Comm;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::material::{CpmNamed, FrictMat, Material};
+use crate::material::{CpmNamed, FrictMat, HertzMat, Material};
 use crate::particles::{Particle, Particles};
 use crate::V3;
 use locate::Locations;
@@ -329,6 +329,14 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         return Err(ctx.err("output.progress_s", "must be ≥ 0"));
     }
     check_checkpoint(ctx, &sf.checkpoint)?;
+    let laws: Vec<_> = materials.iter().filter_map(|m| m.frict_law()).collect();
+    if laws.iter().any(|&l| l != laws[0]) {
+        return Err(ctx.err(
+            "materials",
+            "Frict (linear) and Hertz materials cannot be mixed in one scene (one contact law \
+             per scene)",
+        ));
+    }
     let n_cpm = materials.iter().filter(|m| m.cpm().is_some()).count();
     let interaction_radius = if n_cpm > 0 {
         if n_cpm != materials.len() {
@@ -680,6 +688,47 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                     friction_angle: f.friction_angle,
                     density: f.density,
                     restitution: f.restitution,
+                }));
+            }
+            MaterialSpec::Hertz(h) => {
+                if h.name.is_empty() {
+                    return Err(ctx.err(&format!("{p}.name"), "must not be empty"));
+                }
+                if out.iter().any(|o| o.name() == h.name) {
+                    return Err(ctx.err(
+                        &format!("{p}.name"),
+                        format!("material `{}` defined twice", h.name),
+                    ));
+                }
+                ctx.positive(&format!("{p}.young"), h.young)?;
+                ctx.positive(&format!("{p}.density"), h.density)?;
+                if !(0.0..0.5).contains(&h.poisson) {
+                    return Err(ctx.err(
+                        &format!("{p}.poisson"),
+                        format!("Poisson's ratio must be in [0, 0.5), got {}", h.poisson),
+                    ));
+                }
+                if !(0.0..std::f64::consts::FRAC_PI_2).contains(&h.friction_angle) {
+                    return Err(ctx.err(
+                        &format!("{p}.friction_angle"),
+                        format!("must be in [0, π/2) radians, got {}", h.friction_angle),
+                    ));
+                }
+                if let Some(e) = h.restitution {
+                    if !(e > 0.0 && e <= 1.0) {
+                        return Err(ctx.err(
+                            &format!("{p}.restitution"),
+                            format!("must be in (0, 1], got {e}"),
+                        ));
+                    }
+                }
+                out.push(Material::Hertz(HertzMat {
+                    name: h.name.clone(),
+                    young: h.young,
+                    poisson: h.poisson,
+                    friction_angle: h.friction_angle,
+                    density: h.density,
+                    restitution: h.restitution,
                 }));
             }
             MaterialSpec::Cpm(c) => {

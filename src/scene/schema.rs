@@ -169,6 +169,26 @@ pub enum MaterialSpec {
     /// Concrete Particle Model: `Cpm((name: "c", params: (young: 30e9, ...)))`; every
     /// parameter of `params` has a default (`contact/law/cpm.rs` `CpmMat`).
     Cpm(CpmSpec),
+    /// Hertz–Mindlin: `Hertz(name: "g", young: 7e10, poisson: 0.33, friction_angle: 0.3,
+    /// density: 2700, restitution: 0.9)` (`contact/law/hertz.rs`).
+    Hertz(HertzSpec),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HertzSpec {
+    pub name: String,
+    /// Young's modulus E [Pa].
+    pub young: f64,
+    /// Poisson's ratio ν (the elastic constant, in [0, 0.5)).
+    pub poisson: f64,
+    /// Friction angle [rad] (μ = tan φ).
+    pub friction_angle: f64,
+    /// Density [kg/m³].
+    pub density: f64,
+    /// Normal restitution coefficient (default: none = elastic).
+    #[serde(default)]
+    pub restitution: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

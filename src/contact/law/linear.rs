@@ -4,8 +4,28 @@
 
 use super::super::geom::rotate_shear;
 use super::super::store::FrictState;
+use super::FrictLaw;
 use crate::material::FrictPhys;
 use crate::V3;
+
+/// The Cundall–Strack law as a [`FrictLaw`] (`Frict` materials).
+pub struct CundallStrack;
+
+impl FrictLaw for CundallStrack {
+    #[inline(always)]
+    fn step(
+        p: &FrictPhys,
+        fs: V3,
+        n_old: V3,
+        n: V3,
+        u_n: f64,
+        v12: V3,
+        twist: f64,
+        dt: f64,
+    ) -> (V3, V3) {
+        cundall_strack_step(p, fs, n_old, n, u_n, v12, twist, dt)
+    }
+}
 
 /// Force on particle 1 for one step; updates the shear force and the stored normal.
 ///

@@ -1,3 +1,46 @@
 //! Constitutive laws: pure functions of (geometry, pair parameters, history) → force.
+//!
+//! The frictional laws share one history layout ([`super::store::FrictState`]: the normal of the
+//! previous step, a shear vector and four pair constants in [`crate::material::FrictPhys`]) and
+//! one scalar step function each ([`FrictLaw::step`]); the batched contact loop
+//! (`contact/batch.rs`) and the wall loop run that function lane by lane, monomorphised per
+//! law. Adding a frictional law is a new file here, an impl of [`FrictLaw`] and one arm of
+//! [`FrictLawKind`] (plus its material in `material.rs`). CPM keeps its own per-pair path
+//! (`cpm.rs`: more state, per-pair branches).
 pub mod cpm;
+pub mod hertz;
 pub mod linear;
+
+use crate::material::FrictPhys;
+use crate::V3;
+
+/// One step of an elastic–frictional pair law, written without branches (selects only) so
+/// that the batch kernel vectorises it; the scalar callers get the same bits.
+pub trait FrictLaw {
+    /// Force on particle 1 and the new shear history, from the pair constants `p`, the shear
+    /// history `fs` and normal `n_old` of the previous step, the current unit normal `n` (1→2),
+    /// the normal displacement `u_n` (< 0 in compression), the relative velocity `v12` of 2's
+    /// material point with respect to 1's at the contact, the twist n·(ω1 + ω2) and Δt.
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        p: &FrictPhys,
+        fs: V3,
+        n_old: V3,
+        n: V3,
+        u_n: f64,
+        v12: V3,
+        twist: f64,
+        dt: f64,
+    ) -> (V3, V3);
+}
+
+/// The frictional law of a scene (all its frictional materials share one family; CPM scenes
+/// have their own loop). A closed set: one `match` where a loop is chosen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrictLawKind {
+    /// Linear Cundall–Strack (`Frict` materials, [`linear::CundallStrack`]).
+    #[default]
+    CundallStrack,
+    /// Hertz–Mindlin with restitution damping (`Hertz` materials, [`hertz::HertzMindlin`]).
+    HertzMindlin,
+}

@@ -1,0 +1,253 @@
+//! Hertz–Mindlin law with restitution damping (LIGGGHTS `pair gran model hertz tangential
+//! history`, Woo `HertzPhys` without adhesion, seed 004; laws-and-flows digest §1).
+//!
+//! With overlap δ = −u_N > 0, the pair constants of [`FrictPhys`] mean (mixed in
+//! `material.rs`, `PairMix::phys`):
+//! * `kn` = (4/3) E* √R*: F_N^el = kn δ^{3/2} (Hertz; Johnson, Contact Mechanics §4.2);
+//! * `ks` = 8 G* √R*: the Mindlin no-slip tangential stiffness S_T = 8 G* a = ks √δ with the
+//!   contact radius a = √(R* δ);
+//! * `cn` = α √(kn m*): the normal viscosity γ_N = cn δ^{1/4} (Tsuji et al. 1992: a dashpot
+//!   ∝ √(S_N m*) with S_N = 2 E* a = 1.5 kn √δ, which makes the restitution independent of the
+//!   impact velocity); the tangential viscosity is γ_T = γ_N √(S_T / S_N);
+//! * `tan_phi` = μ.
+//!
+//! The total normal force is cut at zero (no pull without adhesion, LIGGGHTS `limitForce
+//! on`): a rigid-body impact then transfers μ m (1 + e) v_N of tangential impulse in gross
+//! sliding, as Chung & Ooi's analytic solution assumes (with the pull, test 6 at e = 0.5 gave
+//! +6.7 %). α is calibrated on the impact this law models ([`alpha_for_restitution`],
+//! integrating [`restitution_of_alpha`]), so that the rebound is exactly e; LIGGGHTS'
+//! relation [`liggghts_alpha`] (exact for the uncut force) would rebound higher.
+//!
+//! Tangential: LIGGGHTS' `tangential history` — the shear displacement ξ is carried with the
+//! contact frame (the same rotation as Cundall–Strack, thesis eq. 2.30–2.33) and incremented
+//! by v_T Δt; F_T = S_T(δ) ξ + γ_T v_T (with the current stiffness: the "history" variant, not
+//! Yade's incremental `MindlinPhys`, which differ when δ varies); Coulomb |F_T| ≤ μ |F_N|
+//! with the **total** normal force (elastic + viscous, as LIGGGHTS and LAMMPS); in slip the
+//! spring carries the limited force, ξ = F_T / S_T (see the step for why not the peers'
+//! rules, which differ from it only under a strong dashpot).
+
+use super::super::geom::rotate_shear;
+use super::FrictLaw;
+use crate::material::FrictPhys;
+use crate::V3;
+
+/// The Hertz–Mindlin law as a [`FrictLaw`] (`Hertz` materials; the shear history `fs` holds ξ).
+pub struct HertzMindlin;
+
+/// `a` where `c`, else `b`, component-wise: a select, not a branch (the batch kernel
+/// vectorises it).
+#[inline(always)]
+fn select3(c: bool, a: V3, b: V3) -> V3 {
+    V3::new(
+        if c { a.x } else { b.x },
+        if c { a.y } else { b.y },
+        if c { a.z } else { b.z },
+    )
+}
+
+impl FrictLaw for HertzMindlin {
+    #[inline(always)]
+    fn step(
+        p: &FrictPhys,
+        xi: V3,
+        n_old: V3,
+        n: V3,
+        u_n: f64,
+        v12: V3,
+        twist: f64,
+        dt: f64,
+    ) -> (V3, V3) {
+        let delta = (-u_n).max(0.0);
+        let sd = delta.sqrt();
+        let vn = n.dot(&v12);
+        let vt = v12 - n * vn;
+        // ξ carried with the contact frame, plus v_T Δt (LIGGGHTS tangential history)
+        let xi = rotate_shear(xi, n_old, n, twist, dt) + vt * dt;
+        // F_N on 1 along n: −kn δ^{3/2} (repulsion) + γ_N v_N (v_N < 0 approaching)
+        let g_n = p.cn * sd.sqrt();
+        // no pull without adhesion: the dashpot may not make the total force attractive
+        // (LIGGGHTS `limitForce on`); the restitution relation below includes the cut
+        let f_n = (g_n * vn - p.kn * delta * sd).min(0.0);
+        // γ_T = γ_N √(S_T / S_N), S_T / S_N = ks / (1.5 kn)
+        let g_t = g_n * (p.ks / (1.5 * p.kn)).sqrt();
+        // Coulomb |F_T| ≤ μ |F_N| on the whole tangential force (spring + dashpot) with the
+        // total normal force; in slip the spring alone carries the limited force (ξ = F_T/S_T,
+        // along the trial force, so along the slip). Neither peer's rule holds Coulomb's bound
+        // with a strong dashpot: LAMMPS' hooke/history resets ξ so that spring + dashpot make
+        // the limit, which drives ξ against the slip where the dashpot alone exceeds it (early
+        // in an impact, S_T ∝ √δ small) and reverses the friction as S_T grows (C&O test 6,
+        // e = 0.5: tangential impulse −11 %); LIGGGHTS' tangential history limits the spring
+        // alone and adds the dashpot below the limit (test 6: +17 %). Both agree with this
+        // rule when the dashpot is weak (C&O test 4, e = 0.98: within 3e-5).
+        let s_t = p.ks * sd;
+        let ft = xi * s_t + vt * g_t;
+        let max_ft = f_n.abs() * p.tan_phi;
+        let ft2 = ft.norm_squared();
+        let slip = ft2 > max_ft * max_ft;
+        let ft = ft * if slip { max_ft / ft2.sqrt() } else { 1.0 };
+        let xi = select3(slip && s_t > 0.0, ft / s_t, xi);
+        (n * f_n + ft, xi)
+    }
+}
+
+/// Restitution of a normal Hertzian impact with the dashpot γ_N = α √(kn m*) δ^{1/4}: the
+/// rebound speed over the impact speed. In units where kn = m* = v₀ = 1 the overlap obeys
+/// x'' = −x^{3/2} − α x^{1/4} x', x(0) = 0, x'(0) = 1, whatever the impact speed (Tsuji et
+/// al. 1992); integrated by RK4 until x returns to 0 (0 if it never does within 200 units).
+pub fn restitution_of_alpha(alpha: f64) -> f64 {
+    let acc = |x: f64, v: f64| {
+        let x = x.max(0.0);
+        let s = x.sqrt();
+        (-x * s - alpha * s.sqrt() * v).min(0.0)
+    };
+    // contact time ≈ 3.22 units for α = 0: ~16 000 steps
+    let h = 2e-4;
+    let (mut x, mut v) = (0.0_f64, 1.0_f64);
+    for _ in 0..1_000_000 {
+        let (k1x, k1v) = (v, acc(x, v));
+        let (k2x, k2v) = (v + 0.5 * h * k1v, acc(x + 0.5 * h * k1x, v + 0.5 * h * k1v));
+        let (k3x, k3v) = (v + 0.5 * h * k2v, acc(x + 0.5 * h * k2x, v + 0.5 * h * k2v));
+        let (k4x, k4v) = (v + h * k3v, acc(x + h * k3x, v + h * k3v));
+        let xn = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x);
+        let vn = v + h / 6.0 * (k1v + 2.0 * k2v + 2.0 * k3v + k4v);
+        if xn <= 0.0 && v < 0.0 {
+            // the overlap closes within this step: the velocity where x crosses 0 (linear)
+            let s = x / (x - xn);
+            return -(v + s * (vn - v));
+        }
+        (x, v) = (xn, vn);
+    }
+    0.0
+}
+
+/// The α of [`restitution_of_alpha`] that gives restitution `e` ∈ (0, 1] (bisection: e(α)
+/// decreases from 1 at α = 0), to ~1e-9 in α. Remembered per value of e (~10 ms each: a
+/// scene mixes every pair of its materials, with few distinct restitutions).
+pub fn alpha_for_restitution(e: f64) -> f64 {
+    static MEMO: std::sync::Mutex<Vec<(u64, f64)>> = std::sync::Mutex::new(Vec::new());
+    let mut memo = MEMO.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(&(_, a)) = memo.iter().find(|m| m.0 == e.to_bits()) {
+        return a;
+    }
+    let a = calibrate(e);
+    memo.push((e.to_bits(), a));
+    a
+}
+
+/// [`alpha_for_restitution`] without the memo.
+fn calibrate(e: f64) -> f64 {
+    if e >= 1.0 {
+        return 0.0;
+    }
+    let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
+    while restitution_of_alpha(hi) > e && hi < 1e3 {
+        hi *= 2.0;
+    }
+    for _ in 0..40 {
+        let mid = 0.5 * (lo + hi);
+        if restitution_of_alpha(mid) > e {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// LIGGGHTS' α for restitution `e` (`normal_model_hertz.h`, Tsuji et al. 1992): γ_N =
+/// −2 √(5/6) β √(S_N m*) with β = ln e / √(ln² e + π²) and S_N = 1.5 kn √δ, i.e. α = −√5 β.
+/// It gives back e (to 2e-6) when the total normal force may turn attractive; with the cut
+/// at zero of this law it gives a higher restitution (unit test): α is calibrated instead.
+pub fn liggghts_alpha(e: f64) -> f64 {
+    let l = e.ln();
+    let beta = l / (l * l + std::f64::consts::PI * std::f64::consts::PI).sqrt();
+    -(5.0_f64).sqrt() * beta
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phys(kn: f64, ks: f64, tan_phi: f64, cn: f64) -> FrictPhys {
+        FrictPhys {
+            kn,
+            ks,
+            tan_phi,
+            cn,
+        }
+    }
+
+    #[test]
+    fn elastic_normal_force_is_hertzian() {
+        // F = kn δ^{3/2} on 1 along −n, for any δ (no damping, at rest)
+        let p = phys(2e9, 1e9, 0.5, 0.0);
+        for delta in [1e-8, 1e-6, 3e-5, 1e-4] {
+            let (f, _) = HertzMindlin::step(
+                &p,
+                V3::zeros(),
+                V3::x(),
+                V3::x(),
+                -delta,
+                V3::zeros(),
+                0.0,
+                1e-7,
+            );
+            let want = 2e9 * f64::powf(delta, 1.5);
+            assert!((f.x + want).abs() <= 1e-12 * want, "{delta}: {f}");
+            assert_eq!((f.y, f.z), (0.0, 0.0));
+        }
+    }
+
+    #[test]
+    fn tangential_stiffness_is_mindlin_and_slip_is_coulomb_on_total_force() {
+        let (kn, ks, mu) = (2e9, 1.5e9, 0.3);
+        let p = phys(kn, ks, mu, 0.0);
+        let delta = 1e-5;
+        let dt = 1e-7;
+        // one step of sliding speed v: F_T = ks √δ v Δt
+        let v = V3::new(0.0, 0.01, 0.0);
+        let (f, xi) = HertzMindlin::step(&p, V3::zeros(), V3::x(), V3::x(), -delta, v, 0.0, dt);
+        let want = ks * delta.sqrt() * 0.01 * dt;
+        assert!((f.y - want).abs() <= 1e-12 * want, "{f}");
+        assert!((xi.y - 0.01 * dt).abs() < 1e-20);
+        // keep sliding: the force saturates at μ F_N
+        let mut xi = V3::zeros();
+        let mut f = V3::zeros();
+        for _ in 0..100_000 {
+            (f, xi) = HertzMindlin::step(&p, xi, V3::x(), V3::x(), -delta, v, 0.0, dt);
+        }
+        let fn_ = kn * delta.powf(1.5);
+        assert!((f.y - mu * fn_).abs() <= 1e-12 * fn_, "{f}");
+        // the history matches the limited force: ks √δ ξ = μ F_N
+        assert!((ks * delta.sqrt() * xi.y - mu * fn_).abs() <= 1e-9 * fn_);
+        // with damping, the limit includes the viscous normal force (approaching: larger)
+        let pd = phys(kn, ks, mu, 50.0);
+        let vap = V3::new(-0.1, 0.01, 0.0);
+        let mut xi = V3::zeros();
+        for _ in 0..100_000 {
+            (f, xi) = HertzMindlin::step(&pd, xi, V3::x(), V3::x(), -delta, vap, 0.0, dt);
+        }
+        let f_total = kn * delta.powf(1.5) + 50.0 * delta.powf(0.25) * 0.1;
+        assert!(
+            (f.y - mu * f_total).abs() <= 1e-9 * f_total,
+            "{f} {f_total}"
+        );
+    }
+
+    #[test]
+    fn restitution_calibration_round_trips() {
+        assert!((restitution_of_alpha(0.0) - 1.0).abs() < 1e-6);
+        for e in [0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99] {
+            let a = alpha_for_restitution(e);
+            assert!((restitution_of_alpha(a) - e).abs() < 1e-7, "{e}");
+            // LIGGGHTS' relation, made for a force that may pull, rebounds more here
+            let e_lig = restitution_of_alpha(liggghts_alpha(e));
+            eprintln!(
+                "e {e}: alpha {a}, LIGGGHTS alpha {} rebounds {e_lig}",
+                liggghts_alpha(e)
+            );
+            assert!(e == 0.99 || e_lig > e + 1e-3, "{e}: {e_lig}");
+        }
+        assert_eq!(alpha_for_restitution(1.0), 0.0);
+    }
+}
