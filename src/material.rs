@@ -2,8 +2,8 @@
 //! (Yade's Ip2 functors, digest A3; thesis §2.2.1 eq. 2.13–2.20). A closed set: one `match`.
 
 pub use crate::contact::law::cpm::CpmMat;
-use crate::contact::law::hertz;
 pub use crate::contact::law::FrictLawKind;
+use crate::contact::law::{hertz, hooke};
 use serde::{Deserialize, Serialize};
 
 /// A material, as given in the scene (all SI).
@@ -17,6 +17,30 @@ pub enum Material {
     /// Hertz–Mindlin elastic–frictional contacts with restitution damping
     /// (`contact/law/hertz.rs`; LIGGGHTS `hertz` + `tangential history`, Woo `HertzPhys`).
     Hertz(HertzMat),
+    /// LAMMPS `pair gran/hooke/history`: constant kn, kt, γ_N, γ_T (`contact/law/hooke.rs`).
+    Hooke(HookeMat),
+}
+
+/// A LAMMPS-style linear material (`pair_style gran/hooke/history Kn Kt gamma_n gamma_t xmu
+/// dampflag`; all SI). Kn, Kt, γ_N, γ_T and the Coulomb choice are scene-wide in LAMMPS: all
+/// `Hooke` materials of a scene must agree on them (scene validation); μ and ρ may differ.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HookeMat {
+    pub name: String,
+    /// Normal stiffness Kn [N/m] (a constant, not from E and the radii).
+    pub kn: f64,
+    /// Tangential stiffness Kt [N/m].
+    pub kt: f64,
+    /// Normal damping γ_N [1/s] (force m* γ_N v_N).
+    pub gamma_n: f64,
+    /// Tangential damping γ_T [1/s].
+    pub gamma_t: f64,
+    /// Friction coefficient μ (LAMMPS `xmu`).
+    pub xmu: f64,
+    /// Density ρ [kg/m³].
+    pub density: f64,
+    /// Coulomb limit on the total normal force (LAMMPS) or the elastic part (Yade).
+    pub coulomb_total: bool,
 }
 
 /// A Hertz–Mindlin material (all SI; laws-and-flows digest §1).
@@ -63,6 +87,7 @@ impl Material {
             Material::Frict(m) => &m.name,
             Material::Cpm(m) => &m.name,
             Material::Hertz(m) => &m.name,
+            Material::Hooke(m) => &m.name,
         }
     }
     pub fn density(&self) -> f64 {
@@ -70,13 +95,25 @@ impl Material {
             Material::Frict(m) => m.density,
             Material::Cpm(m) => m.params.density,
             Material::Hertz(m) => m.density,
+            Material::Hooke(m) => m.density,
         }
     }
     pub fn young(&self) -> f64 {
         match self {
             Material::Frict(m) => m.young,
             Material::Cpm(m) => m.params.young,
+            // no modulus: kn [N/m] stands in (see `pwave_step` for the time step)
+            Material::Hooke(m) => m.kn,
             Material::Hertz(m) => m.young,
+        }
+    }
+    /// The p-wave critical step r sqrt(ρ/E) of a sphere of radius `r` (thesis eq. 2.85); for
+    /// a `Hooke` material with E = kn / r (Yade's kn = E r of equal spheres, digest A3.1),
+    /// i.e. sqrt(ρ r³ / kn) ∝ sqrt(m / kn).
+    pub fn pwave_step(&self, r: f64) -> f64 {
+        match self {
+            Material::Hooke(m) => r * (m.density * r / m.kn).sqrt(),
+            _ => r * (self.density() / self.young()).sqrt(),
         }
     }
     /// The frictional law family of this material (CPM: none).
@@ -84,6 +121,11 @@ impl Material {
         match self {
             Material::Frict(_) => Some(FrictLawKind::CundallStrack),
             Material::Hertz(_) => Some(FrictLawKind::HertzMindlin),
+            Material::Hooke(m) => Some(FrictLawKind::Hooke(hooke::Hooke::new(
+                m.gamma_n,
+                m.gamma_t,
+                m.coulomb_total,
+            ))),
             Material::Cpm(_) => None,
         }
     }
@@ -153,6 +195,8 @@ pub struct PairMix {
     two_zeta: Option<f64>,
     /// Hertz pairs: (E*, G*) of the two materials (otherwise `None`: linear).
     hertz: Option<(f64, f64)>,
+    /// Hooke pairs: (kn, kt) (otherwise `None`).
+    hooke: Option<(f64, f64)>,
 }
 
 impl PairMix {
@@ -167,8 +211,17 @@ impl PairMix {
                     tan_phi: a.friction_angle.min(b.friction_angle).tan(),
                     two_zeta: e.filter(|&e| e < 1.0).map(|e| 2.0 * damping_ratio(e)),
                     hertz: None,
+                    hooke: None,
                 }
             }
+            (Material::Hooke(a), Material::Hooke(b)) => PairMix {
+                two_e: [0.0; 2],
+                poisson: [0.0; 2],
+                tan_phi: a.xmu.min(b.xmu),
+                two_zeta: None,
+                hertz: None,
+                hooke: Some((a.kn, a.kt)),
+            },
             (Material::Hertz(a), Material::Hertz(b)) => PairMix {
                 two_e: [2.0 * a.young, 2.0 * b.young],
                 poisson: [a.poisson, b.poisson],
@@ -177,6 +230,7 @@ impl PairMix {
                     .filter(|&e| e < 1.0)
                     .map(hertz::alpha_for_restitution),
                 hertz: Some(hertz_moduli(a, b)),
+                hooke: None,
             },
             // CPM pairs go through `CpmPhys::new` (contact/law/cpm.rs); a scene never mixes
             // CPM with frictional materials or walls (scene validation), so this is a plain
@@ -188,6 +242,7 @@ impl PairMix {
                 tan_phi: 0.0,
                 two_zeta: None,
                 hertz: None,
+                hooke: None,
             },
         }
     }
@@ -208,6 +263,15 @@ impl PairMix {
     pub fn phys(&self, r1: f64, r2: f64, m_eff: f64) -> FrictPhys {
         if let Some((e_star, g_star)) = self.hertz {
             return self.hertz_phys(e_star, g_star, r1, r2, m_eff);
+        }
+        if let Some((kn, kt)) = self.hooke {
+            // contact/law/hooke.rs: c_n carries m*, the law multiplies by γ
+            return FrictPhys {
+                kn,
+                ks: kt,
+                tan_phi: self.tan_phi,
+                cn: m_eff,
+            };
         }
         let k1 = self.two_e[0] * r1;
         let k2 = self.two_e[1] * r2;

@@ -9,7 +9,7 @@ pub fn pwave(ps: &Particles, mats: &[Material]) -> f64 {
     (0..ps.n_owned)
         .map(|i| {
             let m = &mats[ps.material[i] as usize];
-            ps.radius[i] * (m.density() / m.young()).sqrt()
+            m.pwave_step(ps.radius[i])
         })
         .fold(f64::INFINITY, f64::min)
 }

@@ -36,14 +36,14 @@ const LANES: usize = 64;
 
 impl Kernel {
     /// The law on all lanes of `b` ([`kernel`]) in this variant.
-    fn run<L: FrictLaw>(self, b: &mut Lanes, dt: f64) {
+    fn run<L: FrictLaw>(self, law: &L, b: &mut Lanes, dt: f64) {
         match self {
-            Kernel::Generic => kernel::<L>(b, dt),
+            Kernel::Generic => kernel(law, b, dt),
             // SAFETY: `detect` chose the variant from the CPU's features.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => unsafe { kernel_avx2::<L>(b, dt) },
+            Kernel::Avx2 => unsafe { kernel_avx2(law, b, dt) },
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => unsafe { kernel_avx512::<L>(b, dt) },
+            Kernel::Avx512 => unsafe { kernel_avx512(law, b, dt) },
         }
     }
 }
@@ -250,7 +250,7 @@ impl Lanes {
 /// ([`FrictLaw::step`], e.g. Cundall–Strack, thesis eq. 2.45–2.49), torques (digest A6, erratum A13 row 5). The same operations as the scalar
 /// functions it calls, lane by lane.
 #[inline(always)]
-fn kernel<L: FrictLaw>(b: &mut Lanes, dt: f64) {
+fn kernel<L: FrictLaw>(law: &L, b: &mut Lanes, dt: f64) {
     for q in 0..LANES {
         let l = b.l.get(q);
         let d = b.d2[q].sqrt();
@@ -267,7 +267,7 @@ fn kernel<L: FrictLaw>(b: &mut Lanes, dt: f64) {
             cn: b.cn[q],
         };
         let twist = n.dot(&(w1 + w2));
-        let (f, fs) = L::step(&p, b.fs.get(q), b.n_old.get(q), n, u_n, v12, twist, dt);
+        let (f, fs) = law.step(&p, b.fs.get(q), b.n_old.get(q), n, u_n, v12, twist, dt);
         // Torques: T1 += d1 n × F, T2 += d2 n × F (digest A6, erratum A13 row 5).
         let nxf = n.cross(&f);
         b.u_n[q] = u_n;
@@ -281,14 +281,14 @@ fn kernel<L: FrictLaw>(b: &mut Lanes, dt: f64) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn kernel_avx2<L: FrictLaw>(b: &mut Lanes, dt: f64) {
-    kernel::<L>(b, dt)
+unsafe fn kernel_avx2<L: FrictLaw>(law: &L, b: &mut Lanes, dt: f64) {
+    kernel(law, b, dt)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn kernel_avx512<L: FrictLaw>(b: &mut Lanes, dt: f64) {
-    kernel::<L>(b, dt)
+unsafe fn kernel_avx512<L: FrictLaw>(law: &L, b: &mut Lanes, dt: f64) {
+    kernel(law, b, dt)
 }
 
 impl PairsView<'_> {
@@ -306,13 +306,14 @@ impl PairsView<'_> {
         mix: &MixTable,
         dt: f64,
         kernel: Kernel,
+        law: &L,
     ) {
         let base = r.start;
         let (act, st) = self.pp.range(r);
         let mut b = Lanes::new();
         self.select_lanes(kernel, base, act, st, ps, mix, &mut b, |b, m, act, st| {
             b.fill(kernel, m, ps, st);
-            kernel.run::<L>(b, dt);
+            kernel.run(law, b, dt);
             scatter(b, m, base, act, st, out);
         });
     }
@@ -634,18 +635,22 @@ mod tests {
 
     #[test]
     fn kernels_agree_bitwise_and_match_the_scalar_law() {
-        kernels_match::<super::super::law::linear::CundallStrack>();
-        kernels_match::<super::super::law::hertz::HertzMindlin>();
+        use super::super::law::{hertz, hooke, linear};
+        kernels_match(&linear::CundallStrack);
+        kernels_match(&hertz::HertzMindlin);
+        for total in [false, true] {
+            kernels_match(&hooke::Hooke::new(30.0, 10.0, total));
+        }
     }
 
     /// Every kernel variant of law `L` gives the bits of the scalar [`FrictLaw::step`].
-    fn kernels_match<L: FrictLaw>() {
+    fn kernels_match<L: FrictLaw>(law: &L) {
         let dt = 1e-4;
         for seed in 1..20 {
             let mut g = random_lanes(seed);
-            kernel::<L>(&mut g, dt);
+            kernel(law, &mut g, dt);
             let mut w = random_lanes(seed);
-            Kernel::detect().run::<L>(&mut w, dt);
+            Kernel::detect().run(law, &mut w, dt);
             for q in 0..LANES {
                 let what = format!("kernel {:?}", Kernel::detect());
                 let outputs = [
@@ -681,7 +686,7 @@ mod tests {
                     n,
                 );
                 let u_n = d - (b0.r1[q] + b0.r2[q]);
-                let (f, fs) = L::step(
+                let (f, fs) = law.step(
                     &st.phys,
                     st.fs,
                     st.n_old,

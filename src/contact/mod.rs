@@ -87,12 +87,14 @@ impl<'a> SphereLoop<'a> {
         let (ps, mix, dt, kernel) = (self.ps, self.mix, self.dt, self.kernel);
         // one match per range: each law's loop is compiled apart (no dispatch per contact)
         match mix.law() {
-            FrictLawKind::CundallStrack => self
-                .v
-                .run_frict::<CundallStrack>(r, out, ps, mix, dt, kernel),
-            FrictLawKind::HertzMindlin => self
-                .v
-                .run_frict::<HertzMindlin>(r, out, ps, mix, dt, kernel),
+            FrictLawKind::CundallStrack => {
+                self.v
+                    .run_frict(r, out, ps, mix, dt, kernel, &CundallStrack)
+            }
+            FrictLawKind::HertzMindlin => {
+                self.v.run_frict(r, out, ps, mix, dt, kernel, &HertzMindlin)
+            }
+            FrictLawKind::Hooke(h) => self.v.run_frict(r, out, ps, mix, dt, kernel, &h),
         }
     }
 }
@@ -478,11 +480,14 @@ pub fn wall_pair(
     }
     let w2 = ps.angvel[i];
     let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, ps.vel[i], w2, r, n);
-    let step = match mix.law() {
-        FrictLawKind::CundallStrack => CundallStrack::step,
-        FrictLawKind::HertzMindlin => HertzMindlin::step,
+    let (p, twist) = (&st.phys, n.dot(&w2));
+    let (f, fs) = match mix.law() {
+        FrictLawKind::CundallStrack => {
+            CundallStrack.step(p, st.fs, st.n_old, n, u_n, v12, twist, dt)
+        }
+        FrictLawKind::HertzMindlin => HertzMindlin.step(p, st.fs, st.n_old, n, u_n, v12, twist, dt),
+        FrictLawKind::Hooke(h) => h.step(p, st.fs, st.n_old, n, u_n, v12, twist, dt),
     };
-    let (f, fs) = step(&st.phys, st.fs, st.n_old, n, u_n, v12, n.dot(&w2), dt);
     st.fs = fs;
     st.n_old = n;
     PairForce {

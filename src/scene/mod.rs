@@ -12,7 +12,7 @@ use crate::contact::Wall;
 use crate::domain::comm::Comm;
 use crate::domain::Domain;
 use crate::error::{Error, Result};
-use crate::material::{CpmNamed, FrictMat, HertzMat, Material};
+use crate::material::{CpmNamed, FrictMat, HertzMat, HookeMat, Material};
 use crate::particles::{Particle, Particles};
 use crate::V3;
 use locate::Locations;
@@ -333,8 +333,8 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
     if laws.iter().any(|&l| l != laws[0]) {
         return Err(ctx.err(
             "materials",
-            "Frict (linear) and Hertz materials cannot be mixed in one scene (one contact law \
-             per scene)",
+            "Frict, Hertz and Hooke materials cannot be mixed in one scene (one contact law per \
+             scene)",
         ));
     }
     let n_cpm = materials.iter().filter(|m| m.cpm().is_some()).count();
@@ -689,6 +689,54 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                     density: f.density,
                     restitution: f.restitution,
                 }));
+            }
+            MaterialSpec::Hooke(h) => {
+                if h.name.is_empty() {
+                    return Err(ctx.err(&format!("{p}.name"), "must not be empty"));
+                }
+                if out.iter().any(|o| o.name() == h.name) {
+                    return Err(ctx.err(
+                        &format!("{p}.name"),
+                        format!("material `{}` defined twice", h.name),
+                    ));
+                }
+                ctx.positive(&format!("{p}.kn"), h.kn)?;
+                let kt = h.kt.unwrap_or(2.0 / 7.0 * h.kn);
+                ctx.positive(&format!("{p}.kt"), kt)?;
+                ctx.non_negative(&format!("{p}.gamma_n"), h.gamma_n)?;
+                let gamma_t = h.gamma_t.unwrap_or(0.5 * h.gamma_n);
+                ctx.non_negative(&format!("{p}.gamma_t"), gamma_t)?;
+                ctx.non_negative(&format!("{p}.xmu"), h.xmu)?;
+                ctx.positive(&format!("{p}.density"), h.density)?;
+                let m = HookeMat {
+                    name: h.name.clone(),
+                    kn: h.kn,
+                    kt,
+                    gamma_n: h.gamma_n,
+                    gamma_t,
+                    xmu: h.xmu,
+                    density: h.density,
+                    coulomb_total: h.coulomb == CoulombSpec::Total,
+                };
+                // LAMMPS' pair_style line is one for all types
+                if let Some(Material::Hooke(o)) =
+                    out.iter().find(|o| matches!(o, Material::Hooke(_)))
+                {
+                    if (o.kn, o.kt, o.gamma_n, o.gamma_t, o.coulomb_total)
+                        != (m.kn, m.kt, m.gamma_n, m.gamma_t, m.coulomb_total)
+                    {
+                        return Err(ctx.err(
+                            &p,
+                            format!(
+                                "Hooke materials of one scene must share kn, kt, gamma_n, \
+                                 gamma_t and coulomb (LAMMPS' pair_style line; `{}` differs \
+                                 from `{}`): only xmu and density may differ",
+                                m.name, o.name
+                            ),
+                        ));
+                    }
+                }
+                out.push(Material::Hooke(m));
             }
             MaterialSpec::Hertz(h) => {
                 if h.name.is_empty() {

@@ -172,6 +172,40 @@ pub enum MaterialSpec {
     /// Hertz–Mindlin: `Hertz(name: "g", young: 7e10, poisson: 0.33, friction_angle: 0.3,
     /// density: 2700, restitution: 0.9)` (`contact/law/hertz.rs`).
     Hertz(HertzSpec),
+    /// LAMMPS `gran/hooke/history`: `Hooke(name: "g", kn: 2e5, kt: None, gamma_n: 50,
+    /// gamma_t: None, xmu: 0.5, density: 1.9)` (`contact/law/hooke.rs`).
+    Hooke(HookeSpec),
+}
+
+/// Whether the Coulomb limit takes the total normal force (LAMMPS) or its elastic part (Yade).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CoulombSpec {
+    #[default]
+    Total,
+    Elastic,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookeSpec {
+    pub name: String,
+    /// Normal stiffness Kn [N/m].
+    pub kn: f64,
+    /// Tangential stiffness Kt [N/m] (default 2/7 Kn, LAMMPS `NULL`).
+    #[serde(default)]
+    pub kt: Option<f64>,
+    /// Normal damping γ_N [1/s].
+    pub gamma_n: f64,
+    /// Tangential damping γ_T [1/s] (default γ_N / 2, LAMMPS `NULL`; 0 = LAMMPS dampflag 0).
+    #[serde(default)]
+    pub gamma_t: Option<f64>,
+    /// Friction coefficient μ (LAMMPS `xmu`).
+    pub xmu: f64,
+    /// Density [kg/m³].
+    pub density: f64,
+    /// `Total` (default, LAMMPS) or `Elastic` (Yade's Cundall–Strack).
+    #[serde(default)]
+    pub coulomb: CoulombSpec,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -279,7 +279,7 @@ impl Summary {
         self.rmin = self.rmin.min(r);
         self.rsum += r;
         let m = &mats[p.material as usize];
-        self.pwave = self.pwave.min(r * (m.density() / m.young()).sqrt());
+        self.pwave = self.pwave.min(m.pwave_step(r));
     }
 
     /// Account for a generated source's [`Region`] at once; `wrapped` is its centres' box
@@ -296,7 +296,7 @@ impl Summary {
         self.rmin = self.rmin.min(g.rmin);
         self.rsum += g.n as f64 * g.rmean;
         let m = &mats[g.material as usize];
-        self.pwave = self.pwave.min(g.rmin * (m.density() / m.young()).sqrt());
+        self.pwave = self.pwave.min(m.pwave_step(g.rmin));
     }
 
     pub fn mean_radius(&self) -> f64 {

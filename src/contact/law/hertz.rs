@@ -48,6 +48,7 @@ fn select3(c: bool, a: V3, b: V3) -> V3 {
 impl FrictLaw for HertzMindlin {
     #[inline(always)]
     fn step(
+        &self,
         p: &FrictPhys,
         xi: V3,
         n_old: V3,
@@ -182,7 +183,7 @@ mod tests {
         // F = kn δ^{3/2} on 1 along −n, for any δ (no damping, at rest)
         let p = phys(2e9, 1e9, 0.5, 0.0);
         for delta in [1e-8, 1e-6, 3e-5, 1e-4] {
-            let (f, _) = HertzMindlin::step(
+            let (f, _) = HertzMindlin.step(
                 &p,
                 V3::zeros(),
                 V3::x(),
@@ -206,7 +207,7 @@ mod tests {
         let dt = 1e-7;
         // one step of sliding speed v: F_T = ks √δ v Δt
         let v = V3::new(0.0, 0.01, 0.0);
-        let (f, xi) = HertzMindlin::step(&p, V3::zeros(), V3::x(), V3::x(), -delta, v, 0.0, dt);
+        let (f, xi) = HertzMindlin.step(&p, V3::zeros(), V3::x(), V3::x(), -delta, v, 0.0, dt);
         let want = ks * delta.sqrt() * 0.01 * dt;
         assert!((f.y - want).abs() <= 1e-12 * want, "{f}");
         assert!((xi.y - 0.01 * dt).abs() < 1e-20);
@@ -214,7 +215,7 @@ mod tests {
         let mut xi = V3::zeros();
         let mut f = V3::zeros();
         for _ in 0..100_000 {
-            (f, xi) = HertzMindlin::step(&p, xi, V3::x(), V3::x(), -delta, v, 0.0, dt);
+            (f, xi) = HertzMindlin.step(&p, xi, V3::x(), V3::x(), -delta, v, 0.0, dt);
         }
         let fn_ = kn * delta.powf(1.5);
         assert!((f.y - mu * fn_).abs() <= 1e-12 * fn_, "{f}");
@@ -225,7 +226,7 @@ mod tests {
         let vap = V3::new(-0.1, 0.01, 0.0);
         let mut xi = V3::zeros();
         for _ in 0..100_000 {
-            (f, xi) = HertzMindlin::step(&pd, xi, V3::x(), V3::x(), -delta, vap, 0.0, dt);
+            (f, xi) = HertzMindlin.step(&pd, xi, V3::x(), V3::x(), -delta, vap, 0.0, dt);
         }
         let f_total = kn * delta.powf(1.5) + 50.0 * delta.powf(0.25) * 0.1;
         assert!(

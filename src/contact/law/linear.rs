@@ -14,6 +14,7 @@ pub struct CundallStrack;
 impl FrictLaw for CundallStrack {
     #[inline(always)]
     fn step(
+        &self,
         p: &FrictPhys,
         fs: V3,
         n_old: V3,

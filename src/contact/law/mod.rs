@@ -9,6 +9,7 @@
 //! (`cpm.rs`: more state, per-pair branches).
 pub mod cpm;
 pub mod hertz;
+pub mod hooke;
 pub mod linear;
 
 use crate::material::FrictPhys;
@@ -21,8 +22,11 @@ pub trait FrictLaw {
     /// history `fs` and normal `n_old` of the previous step, the current unit normal `n` (1→2),
     /// the normal displacement `u_n` (< 0 in compression), the relative velocity `v12` of 2's
     /// material point with respect to 1's at the contact, the twist n·(ω1 + ω2) and Δt.
+    /// `self` holds the law's scene-wide constants (LAMMPS' pair coefficients; none for the
+    /// laws whose constants are all per pair).
     #[allow(clippy::too_many_arguments)]
     fn step(
+        &self,
         p: &FrictPhys,
         fs: V3,
         n_old: V3,
@@ -36,11 +40,14 @@ pub trait FrictLaw {
 
 /// The frictional law of a scene (all its frictional materials share one family; CPM scenes
 /// have their own loop). A closed set: one `match` where a loop is chosen.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum FrictLawKind {
     /// Linear Cundall–Strack (`Frict` materials, [`linear::CundallStrack`]).
     #[default]
     CundallStrack,
     /// Hertz–Mindlin with restitution damping (`Hertz` materials, [`hertz::HertzMindlin`]).
     HertzMindlin,
+    /// LAMMPS `pair gran/hooke/history` (`Hooke` materials, [`hooke::Hooke`]): constant kn, kt,
+    /// γ_N, γ_T, Coulomb on the total or the elastic normal force.
+    Hooke(hooke::Hooke),
 }

@@ -1,0 +1,71 @@
+//! Issue 20, acceptance 3: the `Hooke` law (LAMMPS `gran/hooke/history`: constant kn, kt, γ_N,
+//! γ_T, Coulomb on the total normal force) on the settle benchmark reproduces LAMMPS' own
+//! kinetic-energy trajectory within 1 % up to step 6 000. The reference is LAMMPS 29 Sep 2021
+//! on the same spheres (`tests/data/lammps_hooke_settle_ke.csv`, made by
+//! `bench/lammps_hooke_reference.sh`); demhpc reads the same `gen_settle.py` text file.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+#[test]
+fn hooke_settle_follows_lammps_kinetic_energy() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("demhpc_lammps_hooke_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ok = std::process::Command::new("python3")
+        .arg(root.join("bench/data/gen_settle.py"))
+        .args(["8000", dir.to_str().unwrap()])
+        .output()
+        .expect("python3")
+        .status
+        .success();
+    assert!(ok, "gen_settle.py failed");
+    let txt = dir.join("settle_8000.txt");
+    // the lattice replaced by the text file: the same spheres, rounded as LAMMPS reads them
+    let scene = std::fs::read_to_string(root.join("scenes/settle_hooke.ron")).unwrap();
+    let start = scene.find("        Lattice(").unwrap();
+    let end = start + scene[start..].find("        ),\n").unwrap() + "        ),\n".len();
+    let scene = format!(
+        "{}        TextFile(path: \"{}\", material: \"grain\"),\n{}",
+        &scene[..start],
+        txt.display(),
+        &scene[end..]
+    );
+    let mut s = sim(&scene);
+    assert_eq!(s.n_global(), 8000);
+    let reference =
+        std::fs::read_to_string(root.join("tests/data/lammps_hooke_settle_ke.csv")).unwrap();
+    let mut step = 0;
+    let mut worst: f64 = 0.0;
+    for line in reference
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+    {
+        let v: Vec<f64> = line.split(',').map(|x| x.parse().unwrap()).collect();
+        let (at, ke_t, ke_r) = (v[0] as u64, v[1], v[2]);
+        steps(&mut s, at - step);
+        step = at;
+        let (t, r) = s.ps.kinetic_energy();
+        if at == 0 {
+            assert_eq!(t + r, 0.0);
+            continue;
+        }
+        let d = rel(t + r, ke_t + ke_r);
+        eprintln!(
+            "step {at}: KE demhpc {:.6e} LAMMPS {:.6e} (rel {d:.2e}); rot {r:.4e} vs {ke_r:.4e}",
+            t + r,
+            ke_t + ke_r
+        );
+        worst = worst.max(d);
+        assert!(
+            d < 0.01,
+            "step {at}: KE {} vs LAMMPS {}",
+            t + r,
+            ke_t + ke_r
+        );
+    }
+    assert_eq!(step, 6000);
+    eprintln!("largest relative KE difference {worst:.2e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
