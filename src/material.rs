@@ -2,6 +2,7 @@
 //! (Yade's Ip2 functors, digest A3; thesis §2.2.1 eq. 2.13–2.20). A closed set: one `match`.
 
 pub use crate::contact::law::cpm::CpmMat;
+pub use crate::contact::law::rolling::Rolling;
 pub use crate::contact::law::FrictLawKind;
 use crate::contact::law::{hertz, hooke};
 use serde::{Deserialize, Serialize};
@@ -329,6 +330,7 @@ pub struct MixTable {
     n: usize,
     pairs: Vec<PairMix>,
     law: FrictLawKind,
+    rolling: Rolling,
 }
 
 impl MixTable {
@@ -343,7 +345,20 @@ impl MixTable {
                 .iter()
                 .find_map(Material::frict_law)
                 .unwrap_or_default(),
+            rolling: Rolling::default(),
         }
+    }
+
+    /// With the scene's rolling and twisting resistance (`contact/law/rolling.rs`).
+    pub fn with_rolling(mut self, rolling: Rolling) -> MixTable {
+        self.rolling = rolling;
+        self
+    }
+
+    /// The scene's rolling and twisting resistance.
+    #[inline]
+    pub fn rolling(&self) -> Rolling {
+        self.rolling
     }
 
     /// The scene's frictional law (scene validation: one family per scene).

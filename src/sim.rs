@@ -596,7 +596,7 @@ impl Simulation {
         };
         Ok(Simulation {
             name: scene.name,
-            mix: MixTable::new(&scene.materials),
+            mix: MixTable::new(&scene.materials).with_rolling(scene.rolling),
             materials: scene.materials,
             wall_ref: scene.walls.iter().map(|w| w.point).collect(),
             walls: scene.walls,

@@ -20,6 +20,7 @@
 //! result of a pair is the same bits whatever its lane, its batch, the vector width or the
 //! thread count.
 
+use super::law::rolling::Rolling;
 use super::law::FrictLaw;
 use super::store::FrictState;
 #[cfg(doc)]
@@ -36,14 +37,28 @@ const LANES: usize = 64;
 
 impl Kernel {
     /// The law on all lanes of `b` ([`kernel`]) in this variant.
-    fn run<L: FrictLaw>(self, law: &L, b: &mut Lanes, dt: f64) {
+    fn run<L: FrictLaw>(self, law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
+        match roll.is_off() {
+            true => self.run_with::<L, false>(law, roll, b, dt),
+            false => self.run_with::<L, true>(law, roll, b, dt),
+        }
+    }
+
+    /// [`Self::run`] compiled with or without the rolling resistance.
+    fn run_with<L: FrictLaw, const ROLL: bool>(
+        self,
+        law: &L,
+        roll: Rolling,
+        b: &mut Lanes,
+        dt: f64,
+    ) {
         match self {
-            Kernel::Generic => kernel(law, b, dt),
+            Kernel::Generic => kernel::<L, ROLL>(law, roll, b, dt),
             // SAFETY: `detect` chose the variant from the CPU's features.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => unsafe { kernel_avx2(law, b, dt) },
+            Kernel::Avx2 => unsafe { kernel_avx2::<L, ROLL>(law, roll, b, dt) },
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => unsafe { kernel_avx512(law, b, dt) },
+            Kernel::Avx512 => unsafe { kernel_avx512::<L, ROLL>(law, roll, b, dt) },
         }
     }
 }
@@ -250,7 +265,7 @@ impl Lanes {
 /// ([`FrictLaw::step`], e.g. Cundall–Strack, thesis eq. 2.45–2.49), torques (digest A6, erratum A13 row 5). The same operations as the scalar
 /// functions it calls, lane by lane.
 #[inline(always)]
-fn kernel<L: FrictLaw>(law: &L, b: &mut Lanes, dt: f64) {
+fn kernel<L: FrictLaw, const ROLL: bool>(law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
     for q in 0..LANES {
         let l = b.l.get(q);
         let d = b.d2[q].sqrt();
@@ -274,21 +289,38 @@ fn kernel<L: FrictLaw>(law: &L, b: &mut Lanes, dt: f64) {
         b.n.set(q, n);
         b.fs_new.set(q, fs);
         b.f.set(q, f);
-        b.t1.set(q, nxf * r1);
-        b.t2.set(q, nxf * r2);
+        let (mut t1, mut t2) = (nxf * r1, nxf * r2);
+        if ROLL {
+            // rolling and twisting resistance (contact/law/rolling.rs), R_eff = r1 r2/(r1 + r2)
+            let m = roll.moment(n, f, w1, w2, r1 * r2 / (r1 + r2));
+            t1 += m;
+            t2 -= m;
+        }
+        b.t1.set(q, t1);
+        b.t2.set(q, t2);
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn kernel_avx2<L: FrictLaw>(law: &L, b: &mut Lanes, dt: f64) {
-    kernel(law, b, dt)
+unsafe fn kernel_avx2<L: FrictLaw, const ROLL: bool>(
+    law: &L,
+    roll: Rolling,
+    b: &mut Lanes,
+    dt: f64,
+) {
+    kernel::<L, ROLL>(law, roll, b, dt)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn kernel_avx512<L: FrictLaw>(law: &L, b: &mut Lanes, dt: f64) {
-    kernel(law, b, dt)
+unsafe fn kernel_avx512<L: FrictLaw, const ROLL: bool>(
+    law: &L,
+    roll: Rolling,
+    b: &mut Lanes,
+    dt: f64,
+) {
+    kernel::<L, ROLL>(law, roll, b, dt)
 }
 
 impl PairsView<'_> {
@@ -313,7 +345,7 @@ impl PairsView<'_> {
         let mut b = Lanes::new();
         self.select_lanes(kernel, base, act, st, ps, mix, &mut b, |b, m, act, st| {
             b.fill(kernel, m, ps, st);
-            kernel.run(law, b, dt);
+            kernel.run(law, mix.rolling(), b, dt);
             scatter(b, m, base, act, st, out);
         });
     }
@@ -648,9 +680,16 @@ mod tests {
         let dt = 1e-4;
         for seed in 1..20 {
             let mut g = random_lanes(seed);
-            kernel(law, &mut g, dt);
+            let roll = Rolling {
+                mu_r: 0.1 * (seed % 2) as f64,
+                mu_t: 0.05 * (seed % 3) as f64,
+            };
+            match roll.is_off() {
+                true => kernel::<L, false>(law, roll, &mut g, dt),
+                false => kernel::<L, true>(law, roll, &mut g, dt),
+            }
             let mut w = random_lanes(seed);
-            Kernel::detect().run(law, &mut w, dt);
+            Kernel::detect().run(law, roll, &mut w, dt);
             for q in 0..LANES {
                 let what = format!("kernel {:?}", Kernel::detect());
                 let outputs = [
@@ -699,6 +738,12 @@ mod tests {
                 assert_eq!(f, g.f.get(q));
                 assert_eq!(fs, g.fs_new.get(q));
                 assert_eq!(g.u_n[q], u_n);
+                let (r1, r2) = (b0.r1[q], b0.r2[q]);
+                let m = roll.moment(n, f, w1, w2, r1 * r2 / (r1 + r2));
+                let nxf = n.cross(&f);
+                let m = if roll.is_off() { V3::zeros() } else { m };
+                assert_eq!(g.t1.get(q), nxf * r1 + m);
+                assert_eq!(g.t2.get(q), nxf * r2 - m);
             }
         }
     }

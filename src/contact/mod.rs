@@ -490,9 +490,11 @@ pub fn wall_pair(
     };
     st.fs = fs;
     st.n_old = n;
+    // the wall is particle 1 (ω = 0), R_eff = r (contact/law/rolling.rs)
+    let m = mix.rolling().moment(n, f, V3::zeros(), w2, r);
     PairForce {
         f,
         t1: V3::zeros(),
-        t2: n.cross(&f) * r,
+        t2: n.cross(&f) * r - m,
     }
 }

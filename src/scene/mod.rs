@@ -43,6 +43,8 @@ pub struct Scene {
     pub tile: V3,
     pub gravity: V3,
     pub damping: f64,
+    /// Rolling and twisting resistance of the frictional contacts (default off).
+    pub rolling: crate::material::Rolling,
     pub dt: f64,
     pub skin: f64,
     /// Step number at which the run stops.
@@ -338,6 +340,20 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         ));
     }
     let n_cpm = materials.iter().filter(|m| m.cpm().is_some()).count();
+    let rolling = match &sf.rolling {
+        None => crate::material::Rolling::default(),
+        Some(r) => {
+            if n_cpm > 0 {
+                return Err(ctx.err("rolling", "only for scenes with frictional materials"));
+            }
+            ctx.non_negative("rolling.mu_r", r.mu_r)?;
+            ctx.non_negative("rolling.mu_t", r.mu_t)?;
+            crate::material::Rolling {
+                mu_r: r.mu_r,
+                mu_t: r.mu_t,
+            }
+        }
+    };
     let interaction_radius = if n_cpm > 0 {
         if n_cpm != materials.len() {
             return Err(ctx.err(
@@ -397,6 +413,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         tile,
         gravity,
         damping: sf.damping,
+        rolling,
         dt,
         skin,
         steps,

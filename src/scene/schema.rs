@@ -35,6 +35,10 @@ pub struct SceneFile {
     /// Cundall non-viscous damping λ_d ∈ [0, 1) (default 0).
     #[serde(default)]
     pub damping: f64,
+    /// Rolling and twisting resistance of every frictional contact (default none):
+    /// `rolling: (mu_r: 0.1, mu_t: 0.0)` (`contact/law/rolling.rs`, constant directional torque).
+    #[serde(default)]
+    pub rolling: Option<RollingSpec>,
     /// Time step: `Fixed(seconds)` or `PWave(safety)` (safety × p-wave critical step).
     pub dt: TimeStepSpec,
     /// Verlet skin [m] (default 0.2 × mean radius): gap within which pairs are candidates.
@@ -161,6 +165,17 @@ pub struct StrainerSpec {
     /// A row of `strainer.csv` every this many steps (default 10).
     #[serde(default = "default_ten")]
     pub every: u64,
+}
+
+/// Rolling resistance, constant directional torque (LIGGGHTS `rolling_friction cdt`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RollingSpec {
+    /// Rolling friction coefficient μ_r (LIGGGHTS `coefficientRollingFriction`).
+    pub mu_r: f64,
+    /// Twisting friction coefficient μ_t (default 0).
+    #[serde(default)]
+    pub mu_t: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -11,6 +11,7 @@ pub mod cpm;
 pub mod hertz;
 pub mod hooke;
 pub mod linear;
+pub mod rolling;
 
 use crate::material::FrictPhys;
 use crate::V3;
