@@ -4,6 +4,8 @@
 # missing packages and rustup for a missing toolchain/component.
 #
 #   scripts/setup.sh            # install what is missing
+#   scripts/setup.sh --peers    # also the peer codes the benchmarks run (LIGGGHTS: with its
+#                               # VTK and Qt dependencies ~115 packages, so not for CI)
 #   DEMHPC_SKIP_SETUP=1 ...     # (honoured by run.sh / test.sh) skip this step
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,6 +21,11 @@ PACKAGES=(
     shellcheck
     python3-h5py python3-numpy python3-matplotlib
 )
+# Peers for the side-by-side benchmarks only (bench/liggghts_hertz.sh); LAMMPS above is also
+# a test reference (bench/lammps_hooke_reference.sh).
+if [ "${1:-}" = --peers ]; then
+    PACKAGES+=(liggghts)
+fi
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 
