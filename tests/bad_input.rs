@@ -154,6 +154,9 @@ bad!(wrong_type, At::Scene, 7, "Expected float");
 bad!(empty_materials, At::Scene, 4, "materials");
 bad!(duplicate_material, At::Scene, 6, "materials[1].name");
 bad!(negative_young, At::Scene, 7, "materials[0].young");
+bad!(mixed_laws, At::Scene, 4, "cannot be mixed");
+bad!(hooke_pair_style, At::Scene, 6, "pair_style");
+bad!(hertz_poisson, At::Scene, 5, "Poisson's ratio");
 bad!(friction_angle, At::Scene, 9, "materials[0].friction_angle");
 bad!(restitution, At::Scene, 11, "materials[0].restitution");
 // Spheres.
