@@ -186,122 +186,133 @@ pub fn mix(a: &Material, b: &Material, r1: f64, r2: f64, m_eff: f64) -> FrictPhy
 /// step).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PairMix {
-    /// 2 E of each material (K = 2 E r per sphere, digest A3.1).
-    two_e: [f64; 2],
-    /// ν (kt/kn) of each material (0 for non-frictional materials: no shear spring).
-    poisson: [f64; 2],
+    /// tan φ (μ) of the pair: the smaller of the two.
     tan_phi: f64,
-    /// 2 ζ of the pair's restitution (c_n = 2 ζ sqrt(m_eff K_N)); `None` = no damping.
-    /// Hertz pairs: α of `contact/law/hertz.rs` (c_n = α sqrt(m_eff kn)).
-    two_zeta: Option<f64>,
-    /// Hertz pairs: (E*, G*) of the two materials (otherwise `None`: linear).
-    hertz: Option<(f64, f64)>,
-    /// Hooke pairs: (kn, kt) (otherwise `None`).
-    hooke: Option<(f64, f64)>,
+    kind: MixKind,
+}
+
+/// The law-specific part of a [`PairMix`] (one arm per frictional law).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum MixKind {
+    /// Cundall–Strack (`Frict`): 2 E of each material (K = 2 E r per sphere, digest A3.1),
+    /// ν = kt/kn of each (0 for non-frictional materials: no shear spring), and 2 ζ of the
+    /// pair's restitution (c_n = 2 ζ sqrt(m_eff K_N); `None` = no damping).
+    Linear {
+        two_e: [f64; 2],
+        poisson: [f64; 2],
+        two_zeta: Option<f64>,
+    },
+    /// Hertz–Mindlin: the effective moduli E*, G* and α of `contact/law/hertz.rs`
+    /// (c_n = α sqrt(m_eff kn); `None` = elastic).
+    Hertz {
+        e_star: f64,
+        g_star: f64,
+        alpha: Option<f64>,
+    },
+    /// LAMMPS hooke/history: the constant stiffnesses.
+    Hooke { kn: f64, kt: f64 },
 }
 
 impl PairMix {
     /// Material a (particle 1) with material b (particle 2).
     pub fn of(a: &Material, b: &Material) -> PairMix {
         match (a, b) {
-            (Material::Frict(a), Material::Frict(b)) => {
-                let e = min_restitution(a.restitution, b.restitution);
-                PairMix {
+            (Material::Frict(a), Material::Frict(b)) => PairMix {
+                tan_phi: a.friction_angle.min(b.friction_angle).tan(),
+                kind: MixKind::Linear {
                     two_e: [2.0 * a.young, 2.0 * b.young],
                     poisson: [a.poisson, b.poisson],
+                    two_zeta: min_restitution(a.restitution, b.restitution)
+                        .filter(|&e| e < 1.0)
+                        .map(|e| 2.0 * damping_ratio(e)),
+                },
+            },
+            (Material::Hertz(a), Material::Hertz(b)) => {
+                let (e_star, g_star) = hertz_moduli(a, b);
+                PairMix {
                     tan_phi: a.friction_angle.min(b.friction_angle).tan(),
-                    two_zeta: e.filter(|&e| e < 1.0).map(|e| 2.0 * damping_ratio(e)),
-                    hertz: None,
-                    hooke: None,
+                    kind: MixKind::Hertz {
+                        e_star,
+                        g_star,
+                        alpha: min_restitution(a.restitution, b.restitution)
+                            .filter(|&e| e < 1.0)
+                            .map(hertz::alpha_for_restitution),
+                    },
                 }
             }
+            // one pair_style line: kn, kt are the same for all Hooke materials (validation)
             (Material::Hooke(a), Material::Hooke(b)) => PairMix {
-                two_e: [0.0; 2],
-                poisson: [0.0; 2],
                 tan_phi: a.xmu.min(b.xmu),
-                two_zeta: None,
-                hertz: None,
-                hooke: Some((a.kn, a.kt)),
-            },
-            (Material::Hertz(a), Material::Hertz(b)) => PairMix {
-                two_e: [2.0 * a.young, 2.0 * b.young],
-                poisson: [a.poisson, b.poisson],
-                tan_phi: a.friction_angle.min(b.friction_angle).tan(),
-                two_zeta: min_restitution(a.restitution, b.restitution)
-                    .filter(|&e| e < 1.0)
-                    .map(hertz::alpha_for_restitution),
-                hertz: Some(hertz_moduli(a, b)),
-                hooke: None,
+                kind: MixKind::Hooke { kn: a.kn, kt: a.kt },
             },
             // CPM pairs go through `CpmPhys::new` (contact/law/cpm.rs); a scene never mixes
-            // CPM with frictional materials or walls (scene validation), so this is a plain
-            // elastic placeholder (K_N = E r of the mirror-sphere rule) used by nothing
-            // physical.
+            // CPM with frictional materials or walls, nor two frictional laws (scene
+            // validation), so this is a plain elastic placeholder (K_N = E r of the
+            // mirror-sphere rule) used by nothing physical.
             (a, b) => PairMix {
-                two_e: [2.0 * a.young(), 2.0 * b.young()],
-                poisson: [0.0; 2],
                 tan_phi: 0.0,
-                two_zeta: None,
-                hertz: None,
-                hooke: None,
+                kind: MixKind::Linear {
+                    two_e: [2.0 * a.young(), 2.0 * b.young()],
+                    poisson: [0.0; 2],
+                    two_zeta: None,
+                },
             },
         }
     }
 
     /// The pair parameters of a sphere of radius `r` and mass `m` with a wall: a linear law
     /// takes the wall as a mirror sphere (digest A3.1), Hertz as a sphere of infinite radius
-    /// and mass (1/R* = 1/r; laws-and-flows digest §1).
+    /// and mass (1/R* = 1/r; laws-and-flows digest §1), Hooke as LAMMPS' wall/gran (m* = m).
     #[inline]
     pub fn wall_phys(&self, r: f64, m: f64) -> FrictPhys {
-        match self.hertz {
-            None => self.phys(r, r, m),
-            Some(_) => self.phys(r, f64::INFINITY, m),
+        match self.kind {
+            MixKind::Hertz { .. } => self.phys(r, f64::INFINITY, m),
+            _ => self.phys(r, r, m),
         }
     }
 
     /// The pair parameters for radii `r1`, `r2` and reduced mass `m_eff` (see [`mix`]).
     #[inline]
     pub fn phys(&self, r1: f64, r2: f64, m_eff: f64) -> FrictPhys {
-        if let Some((e_star, g_star)) = self.hertz {
-            return self.hertz_phys(e_star, g_star, r1, r2, m_eff);
-        }
-        if let Some((kn, kt)) = self.hooke {
-            // contact/law/hooke.rs: c_n carries m*, the law multiplies by γ
-            return FrictPhys {
+        let tan_phi = self.tan_phi;
+        match self.kind {
+            MixKind::Linear {
+                two_e,
+                poisson,
+                two_zeta,
+            } => {
+                let (k1, k2) = (two_e[0] * r1, two_e[1] * r2);
+                let kn = series(k1, k2);
+                FrictPhys {
+                    kn,
+                    ks: series(k1 * poisson[0], k2 * poisson[1]),
+                    tan_phi,
+                    cn: two_zeta.map_or(0.0, |z2| z2 * (m_eff * kn).sqrt()),
+                }
+            }
+            // contact/law/hertz.rs module docs: 1/R* = 1/r1 + 1/r2, kn = (4/3) E* √R*,
+            // ks = 8 G* √R*, c_n = α √(kn m*)
+            MixKind::Hertz {
+                e_star,
+                g_star,
+                alpha,
+            } => {
+                let sr = (1.0 / (1.0 / r1 + 1.0 / r2)).sqrt();
+                let kn = 4.0 / 3.0 * e_star * sr;
+                FrictPhys {
+                    kn,
+                    ks: 8.0 * g_star * sr,
+                    tan_phi,
+                    cn: alpha.map_or(0.0, |a| a * (kn * m_eff).sqrt()),
+                }
+            }
+            // contact/law/hooke.rs: c_n carries m*, the law multiplies it by γ
+            MixKind::Hooke { kn, kt } => FrictPhys {
                 kn,
                 ks: kt,
-                tan_phi: self.tan_phi,
+                tan_phi,
                 cn: m_eff,
-            };
-        }
-        let k1 = self.two_e[0] * r1;
-        let k2 = self.two_e[1] * r2;
-        let kn = series(k1, k2);
-        FrictPhys {
-            kn,
-            ks: series(k1 * self.poisson[0], k2 * self.poisson[1]),
-            tan_phi: self.tan_phi,
-            cn: match self.two_zeta {
-                Some(z2) => z2 * (m_eff * kn).sqrt(),
-                None => 0.0,
             },
-        }
-    }
-}
-
-impl PairMix {
-    /// Hertz–Mindlin constants (`contact/law/hertz.rs` module docs): 1/R* = 1/r1 + 1/r2,
-    /// kn = (4/3) E* √R*, ks = 8 G* √R*, c_n = α √(kn m*).
-    #[cold]
-    fn hertz_phys(&self, e_star: f64, g_star: f64, r1: f64, r2: f64, m_eff: f64) -> FrictPhys {
-        let r_star = 1.0 / (1.0 / r1 + 1.0 / r2);
-        let sr = r_star.sqrt();
-        let kn = 4.0 / 3.0 * e_star * sr;
-        FrictPhys {
-            kn,
-            ks: 8.0 * g_star * sr,
-            tan_phi: self.tan_phi,
-            cn: self.two_zeta.map_or(0.0, |a| a * (kn * m_eff).sqrt()),
         }
     }
 }
@@ -445,6 +456,41 @@ mod tests {
                 assert!(ia == 2 || ib == 2 || p.cn > 0.0);
             }
         }
+    }
+
+    #[test]
+    fn hertz_pair_constants_follow_the_effective_moduli() {
+        let h = |young: f64, poisson: f64| {
+            Material::Hertz(HertzMat {
+                name: "h".into(),
+                young,
+                poisson,
+                friction_angle: 0.3,
+                density: 2000.0,
+                restitution: Some(0.5),
+            })
+        };
+        let (a, b) = (h(7e10, 0.33), h(1e30, 0.25));
+        let r = 0.1;
+        // two equal spheres: E* = E / (2 (1 − ν²)), G* = E / (4 (2 − ν)(1 + ν)), R* = r/2
+        let p = mix(&a, &a, r, r, 1.0);
+        let (e_star, g_star) = (
+            7e10 / (2.0 * (1.0 - 0.33 * 0.33)),
+            7e10 / (4.0 * 1.67 * 1.33),
+        );
+        assert!(rel(p.kn, 4.0 / 3.0 * e_star * (0.5 * r).sqrt()) < 1e-14);
+        assert!(rel(p.ks, 8.0 * g_star * (0.5 * r).sqrt()) < 1e-14);
+        assert!((p.tan_phi - 0.3f64.tan()).abs() < 1e-16);
+        // c_n = α √(kn m*) with the calibrated α of e = 0.5
+        let alpha = crate::contact::law::hertz::alpha_for_restitution(0.5);
+        assert!(rel(p.cn, alpha * p.kn.sqrt()) < 1e-14);
+        // a rigid wall: a sphere of infinite radius, E* = E / (1 − ν²) of the sphere alone
+        let w = PairMix::of(&b, &a).wall_phys(r, 1.0);
+        assert!(rel(w.kn, 4.0 / 3.0 * 7e10 / (1.0 - 0.33 * 0.33) * r.sqrt()) < 1e-12);
+    }
+
+    fn rel(a: f64, b: f64) -> f64 {
+        (a - b).abs() / b.abs()
     }
 
     #[test]
