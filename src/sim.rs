@@ -550,7 +550,8 @@ impl Simulation {
             mats: scene
                 .materials
                 .iter()
-                .map(|m| m.cpm().copied().unwrap_or_default())
+                // a CPM scene has only CPM materials (scene validation); the fallback is unused
+                .map(|m| m.cpm().copied().unwrap_or_else(CpmMat::thesis))
                 .collect(),
             interaction_radius: ri,
             links_created: false,

@@ -16,7 +16,8 @@ fn demhpc(ranks: usize, args: &[&str], cwd: &Path) {
 
 const SCENE: &str = r#"Scene(
     materials: [Cpm(name: "c", params: (young: 24e9, poisson: 0.2, tan_phi: 0.8, cohesion: 3.5e6,
-        eps_cracking: 1e-4, rel_ductility: 30.0))],
+        eps_cracking: 1e-4, rel_ductility: 30.0,
+        yield_surface: Log, yield_log_speed: 0.1, eps_soft: -3e-3, rel_kn_soft: 0.3))],
     spheres: [DensePack(material: "c", shape: Box(lo: (0.0, 0.0, 0.0), hi: (0.018, 0.018, 0.036)),
         radius: 1.4e-3, porosity: 0.40, seed: 7)],
     strainer: Strainer(strain_rate: 0.4, ramp_steps: 100, stop_fraction: 0.5, every: 10),

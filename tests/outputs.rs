@@ -600,7 +600,7 @@ fn unbalanced_is_finite_without_contact_forces() {
         ),
         (
             "link",
-            r#"Scene(materials: [Cpm(name: "c", params: (young: 24e9, density: 4800.0))],
+            r#"Scene(materials: [Cpm(name: "c", params: (young: 24e9, density: 4800.0, sigmaT: 3.5e6, epsCrackOnset: 1e-4, relDuctility: 30.0))],
             spheres: [Sphere(pos: (0.0, 0.0, 0.0), radius: 0.002, material: "c"),
                       Sphere(pos: (0.0035, 0.0, 0.0), radius: 0.002, material: "c")],
             dt: PWave(0.5), run: Steps(20), output: Output(series_every: 10))"#,

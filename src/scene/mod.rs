@@ -692,12 +692,21 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                         format!("material `{}` defined twice", c.name),
                     ));
                 }
-                c.params
-                    .validate()
-                    .map_err(|e| ctx.err(&format!("{p}.params"), e))?;
+                let params = c.params.resolve().map_err(|(field, e)| {
+                    // placed at the field as written (demhpc name or Yade alias)
+                    let at = crate::contact::law::cpm::CpmParams::names(field)
+                        .iter()
+                        .map(|n| format!("{p}.params.{n}"))
+                        .find(|q| ctx.locs.has(q));
+                    match at {
+                        Some(at) => ctx.err(&at, e),
+                        None if field.is_empty() => ctx.err(&format!("{p}.params"), e),
+                        None => ctx.err(&format!("{p}.params"), format!("{field}: {e}")),
+                    }
+                })?;
                 out.push(Material::Cpm(CpmNamed {
                     name: c.name.clone(),
-                    params: c.params,
+                    params,
                 }));
             }
         }

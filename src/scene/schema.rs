@@ -113,7 +113,9 @@ fn default_interaction_radius() -> f64 {
 pub struct CpmOptions {
     /// Interaction radius R_I: pairs with d₀ ≤ R_I (r₁ + r₂) at the first step become cohesive
     /// links (thesis eq. 2.23; default 1.5, §3.3.2).
-    #[serde(default = "default_interaction_radius")]
+    /// Yade scripts call it `intRadius` (uniax.py; Yade's `interactionDetectionFactor` and
+    /// `aabbEnlargeFactor`).
+    #[serde(default = "default_interaction_radius", alias = "intRadius")]
     pub interaction_radius: f64,
 }
 
@@ -166,8 +168,9 @@ pub struct StrainerSpec {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum MaterialSpec {
     Frict(FrictSpec),
-    /// Concrete Particle Model: `Cpm((name: "c", params: (young: 30e9, ...)))`; every
-    /// parameter of `params` has a default (`contact/law/cpm.rs` `CpmMat`).
+    /// Concrete Particle Model: `Cpm((name: "c", params: (sigmaT: 3.5e6, ...)))`; the defaults
+    /// are Yade's (`contact/law/cpm.rs` `CpmParams`, `CpmMat::yade`); `cohesion`,
+    /// `eps_cracking` and `rel_ductility` are required.
     Cpm(CpmSpec),
 }
 
@@ -176,7 +179,7 @@ pub enum MaterialSpec {
 pub struct CpmSpec {
     pub name: String,
     #[serde(default)]
-    pub params: crate::contact::law::cpm::CpmMat,
+    pub params: Box<crate::contact::law::cpm::CpmParams>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
