@@ -543,6 +543,26 @@ pub fn shear_strain_increment(v12: V3, n: V3, dt: f64, d0: f64) -> V3 {
     vt * (dt / d0)
 }
 
+/// Lever arms (d₁', d₂') of the relative velocity and the torques of a pair at distance `l`:
+/// from each centre to the contact point C = C₁ + d₁' n, d₁' = r₁ + (l − r₁ − r₂)/2, d₂' = l − d₁'
+/// (thesis eq. 2.22, 2.26, used in eq. 2.32).
+///
+/// **No (r₁+r₂)/l factor** (issue 20). Yade's ScGeom with the default
+/// `Ig2_Sphere_Sphere_ScGeom.avoidGranularRatcheting = true` (ScGeom.cpp `getIncidentVel`)
+/// uses the radii as lever arms and scales the translational relative velocity by
+/// α = (r₁+r₂)/(r₁+r₂−penetrationDepth) = (r₁+r₂)/l, which keeps a rigid rotation of the pair
+/// shear-free with those arms. The arms d₁' + d₂' = l of eq. 2.32 already do that without α,
+/// and keep the translational shear stiffness at K_T = k_T A/d₀ (eq. 2.92) for any link
+/// length, which is what the calibration of the thesis (ν from α, eq. 3.39) assumes; with α
+/// a link of R_I = 1.5 would be up to 1.5× softer in shear than K_T. Yade's choice avoids
+/// granular ratcheting (the arm changes with l here), irrelevant at CPM strains (< 1e-2 of the
+/// arm). Test: `stretched_link_shear_has_no_distance_factor`.
+#[inline]
+pub fn lever_arms(l: f64, r1: f64, r2: f64) -> (f64, f64) {
+    let a1 = r1 + 0.5 * (l - (r1 + r2));
+    (a1, l - a1)
+}
+
 /// Damage evolution function ω = g(κ) (thesis eq. 3.2 with the digest erratum, §4.3.2/§12:
 /// prefactor ε₀/κ, not ε_f/κ, so that ω(ε₀) = 0):
 /// g = 0 for κ < ε₀, g = 1 − (ε₀/κ) exp(−(κ − ε₀)/ε_f) otherwise.
@@ -801,7 +821,7 @@ pub fn love_weber(l: &V3, f: &V3, volume: f64) -> Matrix3<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contact::geom::rotate_shear;
+    use crate::contact::geom::{self, rotate_shear};
 
     /// Thesis fig. 3.1 parameters: ε₀ = 1e-4, ε_f = 30 ε₀, k_N = 24e9 Pa.
     fn mat() -> CpmMat {
@@ -1020,6 +1040,46 @@ mod tests {
         let o = t.ramp(1.55e-3, 155).last().unwrap().1;
         let expect = 24e9 * 1e-4 * (3e-3 - 1.55e-3) / (3e-3 - 1e-4);
         assert!(rel(o.sigma_n, expect) < 1e-9, "{} {expect}", o.sigma_n);
+    }
+
+    #[test]
+    fn stretched_link_shear_has_no_distance_factor() {
+        // Issue 20, the (r₁+r₂)/d question: a link with d = d₀ = 1.2 (r₁ + r₂) (R = 5 mm,
+        // d₀ = 12 mm). Particle 2 translated by δ ⟂ n in one step, no spins: demhpc gives
+        // F_T = K_T δ = k_T π R² δ/d₀ (thesis eq. 2.32–2.34, 2.44, 2.92, 3.30), Yade's default
+        // ScGeom (avoidGranularRatcheting) would give (r₁+r₂)/d · K_T δ = K_T δ/1.2. Tol 1e-9.
+        let m = mat();
+        let mut t = LawTester::new(&m, true, 1e-6);
+        let delta = 1e-7;
+        let o = t.goto(V3::new(D0, delta, 0.0));
+        let kt = 0.2 * 24e9 * std::f64::consts::PI * R * R / D0;
+        // |l| grows by δ²/2d₀ (a 1e-11 normal strain): compare the shear only.
+        assert!(
+            rel(o.f_t.norm(), kt * delta) < 1e-9,
+            "{} {}",
+            o.f_t.norm(),
+            kt * delta
+        );
+        assert!(rel(o.f_t.norm(), 2.0 * R / D0 * kt * delta) > 0.19);
+        assert!(rel(t.p.stiff_t, kt) < 1e-15);
+        // The arms: d₁' = d₂' = d/2 for equal radii (not R), and they sum to d.
+        let (a1, a2) = lever_arms(D0, R, R);
+        assert_eq!((a1, a2), (0.5 * D0, 0.5 * D0));
+        let (b1, b2) = lever_arms(D0, R, 2.0 * R);
+        assert!(rel(b1 + b2, D0) < 1e-15 && rel(b1 - R, b2 - 2.0 * R) < 1e-12);
+        // Objectivity without α: the stretched pair spinning rigidly about its midpoint
+        // (v = ω × x, both spins ω) has no relative velocity at C. With the radii as arms and
+        // no α it would have |ω| (d − r₁ − r₂); Yade's α removes that, as the arms do here.
+        let w = V3::new(0.0, 0.0, 300.0);
+        let n = V3::x();
+        let (x1, x2) = (-n * (0.5 * D0), n * (0.5 * D0));
+        let v12 = geom::relative_velocity(w.cross(&x1), w, a1, w.cross(&x2), w, a2, n);
+        assert!(v12.norm() < 1e-12 * 300.0 * D0, "{v12}");
+        let radii = geom::relative_velocity(w.cross(&x1), w, R, w.cross(&x2), w, R, n);
+        assert!(rel(radii.norm(), 300.0 * (D0 - 2.0 * R)) < 1e-12);
+        let alpha = 2.0 * R / D0;
+        let yade = (w.cross(&x2) - w.cross(&x1)) * alpha - w.cross(&n) * R - w.cross(&n) * R;
+        assert!(yade.norm() < 1e-12 * 300.0 * D0);
     }
 
     #[test]
