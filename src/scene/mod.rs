@@ -43,6 +43,8 @@ pub struct Scene {
     pub tile: V3,
     pub gravity: V3,
     pub damping: f64,
+    /// Gravity is damped with the contact forces (Yade `dampGravity`).
+    pub damp_gravity: bool,
     pub dt: f64,
     pub skin: f64,
     /// Step number at which the run stops.
@@ -389,6 +391,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         tile,
         gravity,
         damping: sf.damping,
+        damp_gravity: sf.damp_gravity,
         dt,
         skin,
         steps,
@@ -603,6 +606,7 @@ pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static 
         ("spheres", ron_of(&a.spheres) == ron_of(&b.spheres)),
         ("gravity", a.gravity == b.gravity),
         ("damping", a.damping == b.damping),
+        ("damp_gravity", a.damp_gravity == b.damp_gravity),
         ("dt", ron_of(&a.dt) == ron_of(&b.dt)),
         ("skin", a.skin == b.skin),
         ("domain", ron_of(&a.domain) == ron_of(&b.domain)),

@@ -35,6 +35,10 @@ pub struct SceneFile {
     /// Cundall non-viscous damping λ_d ∈ [0, 1) (default 0).
     #[serde(default)]
     pub damping: f64,
+    /// Gravity goes through the damping too (Yade `NewtonIntegrator.dampGravity`, default
+    /// true); false adds g after the damping, so a free fall accelerates at exactly g.
+    #[serde(default = "yes", alias = "dampGravity")]
+    pub damp_gravity: bool,
     /// Time step: `Fixed(seconds)` or `PWave(safety)` (safety × p-wave critical step).
     pub dt: TimeStepSpec,
     /// Verlet skin [m] (default 0.2 × mean radius): gap within which pairs are candidates.
