@@ -182,6 +182,12 @@ bad!(
     "4 columns"
 );
 bad!(
+    bad_text_tag,
+    At::Data("bad_tag.txt"),
+    3,
+    "tag (5th column) `70000`"
+);
+bad!(
     bad_lammps,
     At::Data("bad_lammps.data"),
     13,
