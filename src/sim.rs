@@ -594,7 +594,7 @@ impl Simulation {
         // A fresh run sets the strainer up from the scene's summary (identical on every rank)
         // and its owned spheres; a restart gets it from the checkpoint's engine state.
         let strainer = match (populate, &scene.strainer) {
-            (true, Some(st)) => Some(UniaxialStrainer::new(st, &scene.summary, &mut mine, &comm)),
+            (true, Some(st)) => Some(UniaxialStrainer::new(st, &scene.summary, &mut mine, &comm)?),
             _ => None,
         };
         Ok(Simulation {

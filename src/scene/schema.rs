@@ -152,21 +152,45 @@ pub struct StrainerSpec {
     pub axis: usize,
     /// Axial strain rate [1/s]: > 0 tension, < 0 compression.
     pub strain_rate: f64,
-    /// Thickness [m] of the end layers that get the prescribed velocity (default 2 mean radii).
+    /// Thickness [m] of the end layers that get the prescribed velocity (default 2 mean radii);
+    /// the same as `supports: Layer(thickness)`.
     #[serde(default)]
     pub support: Option<f64>,
+    /// Which particles are the two supports: `Layer(thickness)` (default, 2 mean radii),
+    /// `Tags(lower: 1, upper: 2)` (particle tags) or `Gids(lower: [..], upper: [..])` (Yade's
+    /// `negIds`, `posIds`). Exclusive with `support`.
+    #[serde(default)]
+    pub supports: Option<SupportSpec>,
+    /// Initial length L₀ [m] of the specimen for the strain and the end velocities ±ε̇ L₀/2
+    /// (Yade `originalLength`). Default: the spheres' bounding extent along the axis.
+    #[serde(default, alias = "originalLength")]
+    pub original_length: Option<f64>,
     /// Steps over which the end velocity is ramped up linearly (default 100).
     #[serde(default = "default_ramp")]
     pub ramp_steps: u64,
     /// Stop when |σ| < stop_fraction · peak (default 0.5; 0 = never).
     #[serde(default = "default_stop")]
     pub stop_fraction: f64,
-    /// Cross-section [m²] (default: the spheres' bounding box across the axis).
-    #[serde(default)]
+    /// Cross-section [m²] (Yade `crossSectionArea`). Default only for a specimen that is a prism
+    /// along the axis by construction — a single `DensePack` box, `Lattice` or `RandomFill`
+    /// (the bounding box across the axis), or a `DensePack` cylinder loaded along its axis z
+    /// (π R²); required otherwise (see docs/scene-format.md).
+    #[serde(default, alias = "crossSectionArea")]
     pub area: Option<f64>,
     /// A row of `strainer.csv` every this many steps (default 10).
     #[serde(default = "default_ten")]
     pub every: u64,
+}
+
+/// The strainer's supports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SupportSpec {
+    /// The spheres within this distance [m] of either end along the axis.
+    Layer(f64),
+    /// The spheres tagged `lower` and `upper` (TextFile 5th column, LAMMPS atom type).
+    Tags { lower: u16, upper: u16 },
+    /// The spheres of these global ids (Yade `negIds`, `posIds`).
+    Gids { lower: Vec<u64>, upper: Vec<u64> },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
