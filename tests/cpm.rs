@@ -151,3 +151,37 @@ fn compressive_strength_is_several_times_the_tensile_strength() {
     );
     assert!(fc < 0.0 && -fc > 4.0 * ft, "f_c {fc:e} f_t {ft:e}");
 }
+
+#[test]
+fn yade_translation_scene_runs() {
+    // docs/translating.md "From Yade (CPM)": the shipped translation of a Yade uniax-style
+    // script parses with Yade's names, resolves to Yade's public law (the given values, the
+    // defaults of CpmMat::yade for the rest: Mohr–Coulomb surface, no hardening, no rate
+    // terms; tan φ = tan(atan 0.8) = 0.8 to 1e-15) and runs: 300 steps in tension give a
+    // positive strain and stress.
+    use demhpc::contact::law::cpm::{CpmMat, YieldSurface};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/yade_cpm_uniax.ron");
+    let scene = demhpc::scene::Scene::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let m = *scene.materials[0].cpm().unwrap();
+    assert!((m.tan_phi - 0.8).abs() < 1e-15);
+    let expect = CpmMat {
+        young: 24e9,
+        poisson: 0.2,
+        tan_phi: m.tan_phi,
+        ..CpmMat::yade(3.5e6, 1e-4, 30.0)
+    };
+    assert_eq!(m, expect);
+    assert_eq!(m.yield_surface, YieldSurface::MohrCoulomb);
+    assert!(m.eps_soft >= 0.0 && m.dmg_tau <= 0.0 && m.pl_tau <= 0.0);
+    let st = scene.strainer.as_ref().unwrap();
+    assert_eq!((st.area, st.original_length), (Some(4e-4), Some(0.04)));
+    let mut s = Simulation::new(scene).unwrap_or_else(|e| panic!("{e}"));
+    common::steps(&mut s, 300);
+    let st = s.strainer.as_ref().unwrap();
+    assert!(
+        st.strain() > 0.0 && st.stress > 0.0,
+        "{} {}",
+        st.strain(),
+        st.stress
+    );
+}
