@@ -670,10 +670,14 @@ mod tests {
         let blocked: Vec<u8> = (0..n).map(|k| [0, 0, 0b001, 0b101010, 63][k % 5]).collect();
         let reference = vec![V3::zeros(); n];
         let (dt, kinds) = (1e-4, [Kernel::Generic, Kernel::detect()]);
-        for lambda in [0.0, 0.3] {
+        // gu: none (−0, `leapfrog_one`'s path) or undamped gravity (`damp_gravity: false`)
+        for (lambda, gu) in [0.0, 0.3]
+            .into_iter()
+            .flat_map(|l| [(l, V3::repeat(-0.0)), (l, V3::new(0.0, 0.0, -9.81))])
+        {
             let mut want = (x.clone(), v.clone(), w.clone(), q.clone());
             for k in 0..n {
-                leapfrog_one(
+                let trig = step_core(
                     &mut want.0[k],
                     &mut want.1[k],
                     &mut want.2[k],
@@ -685,7 +689,11 @@ mod tests {
                     blocked[k],
                     dt,
                     lambda,
+                    gu,
                 );
+                if trig {
+                    want.3[k] = rotate(want.3[k], want.2[k] * dt);
+                }
             }
             for kind in kinds {
                 let mut got = (x.clone(), v.clone(), w.clone(), q.clone());
@@ -707,7 +715,7 @@ mod tests {
                     },
                     dt,
                     lambda,
-                    V3::repeat(-0.0),
+                    gu,
                 );
                 for ((q, w), _) in got.3.iter_mut().zip(&got.2).zip(&trig).filter(|x| *x.1) {
                     *q = rotate(*q, w * dt);
