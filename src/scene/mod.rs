@@ -696,7 +696,8 @@ pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static 
         return vec!["(scene text)"];
     };
     let same = [
-        ("materials", ron_of(&a.materials) == ron_of(&b.materials)),
+        // resolved, so that a Yade alias or a default written out is no change
+        ("materials", stored.materials == given.materials),
         ("walls", ron_of(&a.walls) == ron_of(&b.walls)),
         ("spheres", ron_of(&a.spheres) == ron_of(&b.spheres)),
         ("gravity", a.gravity == b.gravity),
@@ -1526,6 +1527,26 @@ mod tests {
         assert_eq!(rep.walls[1].point, V3::zeros());
         assert_eq!(rep.walls[2].point, V3::new(6.0, 0.0, 0.0));
         assert!(restart_incompatibilities(&base, &rep).contains(&"replicate"));
+    }
+
+    /// Restart compatibility compares the resolved CPM materials (issue 20): Yade aliases and
+    /// defaults written out are no change; another value is.
+    #[test]
+    fn restart_compares_resolved_cpm_materials() {
+        let cpm = |params: &str| {
+            let t = format!(
+                r#"Scene(materials: [Cpm(name: "c", params: ({params}))],
+                spheres: [Sphere(pos: (0.0, 0.0, 0.0), radius: 0.01, material: "c"),
+                          Sphere(pos: (0.02, 0.0, 0.0), radius: 0.01, material: "c")],
+                dt: PWave(0.5), run: Steps(1))"#
+            );
+            Scene::parse(&t, Path::new("c.ron")).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let a = cpm("cohesion: 3e6, eps_cracking: 1e-4, rel_ductility: 30");
+        let b = cpm("sigmaT: 3e6, epsCrackOnset: 1e-4, relDuctility: 30, poisson: 0.25");
+        let c = cpm("sigmaT: 3e6, epsCrackOnset: 1e-4, relDuctility: 20");
+        assert!(!restart_incompatibilities(&a, &b).contains(&"materials"));
+        assert!(restart_incompatibilities(&a, &c).contains(&"materials"));
     }
 
     /// The default replicate (1, 1, 1) is the scene itself: same summary bits.
