@@ -38,7 +38,18 @@ pub fn leapfrog_one(
     lambda: f64,
 ) {
     let trig = step_core(
-        pos, vel, angvel, ori, force, torque, mass, inertia, blocked, dt, lambda,
+        pos,
+        vel,
+        angvel,
+        ori,
+        force,
+        torque,
+        mass,
+        inertia,
+        blocked,
+        dt,
+        lambda,
+        V3::repeat(-0.0),
     );
     if trig {
         *ori = rotate(*ori, *angvel * dt);
@@ -50,6 +61,9 @@ pub fn leapfrog_one(
 /// the orientation takes the small-angle series. Returns true where that series does not
 /// apply (|ω Δt| ≥ 1e-3): the orientation is left as it was, for the caller to [`rotate`].
 /// Every variant gives the bits of the others (the same IEEE operations in the same order).
+/// `gu` is an acceleration added after the damping (gravity with `damp_gravity: false`, Yade
+/// NewtonIntegrator.cpp: "gravity is added after damping"); −0 when there is none, which
+/// leaves every bit as without it (x + (−0) = x for every x, −0 included).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn step_core(
@@ -64,10 +78,11 @@ fn step_core(
     blocked: u8,
     dt: f64,
     lambda: f64,
+    gu: V3,
 ) -> bool {
     let (inv_m, inv_i) = (1.0 / mass, 1.0 / inertia);
     for a in 0..3 {
-        let v = vel[a] + dt * damp(force[a] * inv_m, vel[a], dt, lambda);
+        let v = vel[a] + dt * (damp(force[a] * inv_m, vel[a], dt, lambda) + gu[a]);
         vel[a] = if blocked & (1 << a) == 0 { v } else { vel[a] };
         let w = angvel[a] + dt * damp(torque[a] * inv_i, angvel[a], dt, lambda);
         angvel[a] = if blocked & (8 << a) == 0 {
@@ -147,6 +162,8 @@ pub struct Advance<'a> {
     dt: f64,
     lambda: f64,
     g: V3,
+    /// Gravity goes through the Cundall damping (Yade `NewtonIntegrator.dampGravity`).
+    damp_gravity: bool,
     kernel: Kernel,
     want_box: bool,
 }
@@ -188,9 +205,18 @@ impl<'a> Advance<'a> {
             dt,
             lambda,
             g,
+            damp_gravity: true,
             kernel: Kernel::detect(),
             want_box,
         }
+    }
+
+    /// Whether gravity is damped with the contact forces (default true, as Yade's
+    /// `NewtonIntegrator.dampGravity`); false adds g after the damping, so that a free fall
+    /// accelerates at exactly g whatever the damping.
+    pub fn damp_gravity(mut self, yes: bool) -> Self {
+        self.damp_gravity = yes;
+        self
     }
 
     /// Assemble the force on particles `r` (`contacts(p0, f, t)` gives the contact forces and
@@ -222,11 +248,23 @@ impl<'a> Advance<'a> {
             let p0 = r.start + b0;
             // The contact sums first (each particle's accumulators are read and cleared).
             contacts(p0, &mut f[..n], &mut t[..n]);
-            for (f, &m) in f[..n].iter_mut().zip(&self.mass[p0..p0 + n]) {
-                *f += self.g * m;
-            }
+            let gu = if self.damp_gravity {
+                for (f, &m) in f[..n].iter_mut().zip(&self.mass[p0..p0 + n]) {
+                    *f += self.g * m;
+                }
+                V3::repeat(-0.0)
+            } else {
+                self.g
+            };
             if !self.force.is_null() {
-                std::slice::from_raw_parts_mut(self.force.add(p0), n).copy_from_slice(&f[..n]);
+                let out = std::slice::from_raw_parts_mut(self.force.add(p0), n);
+                out.copy_from_slice(&f[..n]);
+                if !self.damp_gravity {
+                    // the recorded force is the total one, gravity included
+                    for (o, &m) in out.iter_mut().zip(&self.mass[p0..p0 + n]) {
+                        *o += self.g * m;
+                    }
+                }
             }
             let blk = Block {
                 x: &mut x[b0..b0 + n],
@@ -242,7 +280,7 @@ impl<'a> Advance<'a> {
                 d2: &mut d2[..n],
                 trig: &mut trig[..n],
             };
-            self.kernel.advance(blk, self.dt, self.lambda);
+            self.kernel.advance(blk, self.dt, self.lambda, gu);
             for k in 0..n {
                 if trig[k] {
                     // |ω Δt| ≥ 1e-3: the old orientation is still there (`step_core`)
@@ -393,16 +431,21 @@ struct Block<'b> {
 /// [`step_core`] on every particle of a block: no branch, so the compiler vectorises it.
 /// Without damping the loop is compiled with λ = 0 as a constant, which removes the damping
 /// terms (their factor is exactly 1: the same bits; chute integrate −5 %).
+/// Likewise without an undamped acceleration (`gu` = −0, the default `damp_gravity: true`) the
+/// −0 is a constant and its additions vanish.
 #[inline(always)]
-fn step_block(b: Block, dt: f64, lambda: f64) {
-    match lambda == 0.0 {
-        true => step_block_with(b, dt, 0.0),
-        false => step_block_with(b, dt, lambda),
+fn step_block(b: Block, dt: f64, lambda: f64, gu: V3) {
+    let none = gu.iter().all(|x| x.to_bits() == (-0.0f64).to_bits());
+    match (lambda == 0.0, none) {
+        (true, true) => step_block_with(b, dt, 0.0, V3::repeat(-0.0)),
+        (false, true) => step_block_with(b, dt, lambda, V3::repeat(-0.0)),
+        (true, false) => step_block_with(b, dt, 0.0, gu),
+        (false, false) => step_block_with(b, dt, lambda, gu),
     }
 }
 
 #[inline(always)]
-fn step_block_with(b: Block, dt: f64, lambda: f64) {
+fn step_block_with(b: Block, dt: f64, lambda: f64, gu: V3) {
     let n = b.x.len();
     let (v, w, q, f, t) = (
         &mut b.v[..n],
@@ -431,6 +474,7 @@ fn step_block_with(b: Block, dt: f64, lambda: f64) {
             bl[k],
             dt,
             lambda,
+            gu,
         );
         let d = (b.x[k] - rf[k]).norm_squared();
         // NaN must force a rebuild (where the blow-up is reported), not vanish in a max.
@@ -440,26 +484,26 @@ fn step_block_with(b: Block, dt: f64, lambda: f64) {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn step_block_avx2(b: Block, dt: f64, lambda: f64) {
-    step_block(b, dt, lambda)
+unsafe fn step_block_avx2(b: Block, dt: f64, lambda: f64, gu: V3) {
+    step_block(b, dt, lambda, gu)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn step_block_avx512(b: Block, dt: f64, lambda: f64) {
-    step_block(b, dt, lambda)
+unsafe fn step_block_avx512(b: Block, dt: f64, lambda: f64, gu: V3) {
+    step_block(b, dt, lambda, gu)
 }
 
 impl Kernel {
     /// [`step_block`] in this variant.
-    fn advance(self, b: Block, dt: f64, lambda: f64) {
+    fn advance(self, b: Block, dt: f64, lambda: f64, gu: V3) {
         match self {
-            Kernel::Generic => step_block(b, dt, lambda),
+            Kernel::Generic => step_block(b, dt, lambda, gu),
             // SAFETY: `Kernel::detect` chose the variant from the CPU's features.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => unsafe { step_block_avx2(b, dt, lambda) },
+            Kernel::Avx2 => unsafe { step_block_avx2(b, dt, lambda, gu) },
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => unsafe { step_block_avx512(b, dt, lambda) },
+            Kernel::Avx512 => unsafe { step_block_avx512(b, dt, lambda, gu) },
         }
     }
 }
@@ -477,6 +521,7 @@ pub fn leapfrog<F>(
     dt: f64,
     lambda: f64,
     g: V3,
+    damp_gravity: bool,
     record_force: bool,
     want_box: bool,
     contacts: F,
@@ -484,7 +529,8 @@ pub fn leapfrog<F>(
 where
     F: Fn(usize, &mut [V3], &mut [V3]) + Sync,
 {
-    let lf = Advance::new(ps, reference, dt, lambda, g, record_force, want_box);
+    let lf = Advance::new(ps, reference, dt, lambda, g, record_force, want_box)
+        .damp_gravity(damp_gravity);
     (0..lf.chunks())
         .into_par_iter()
         // SAFETY: the chunks are disjoint.
@@ -517,6 +563,57 @@ impl Advance<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn damp_gravity_switch() {
+        // Yade NewtonIntegrator.dampGravity (issue 20). One sphere released from rest, no
+        // contacts, Cundall damping λ = 0.4, g = −9.81 ẑ, Δt = 1e-3, 1000 steps (the AVX
+        // variant this CPU picks, through `leapfrog`):
+        // * damp_gravity true (default): the only force is m g, it accelerates the particle
+        //   (F·v > 0), so every step damps it by (1 − λ) (thesis eq. 2.75–2.76):
+        //   v_n = n Δt (1 − λ) g — it falls at 0.6 g;
+        // * damp_gravity false: gravity is added after the damping, v_n = n Δt g and
+        //   z_n = Δt² g n(n+1)/2 (leapfrog from v_{−½} = 0), exactly g. Tol 1e-12 rel.
+        // The recorded force is m g either way.
+        let (lambda, dt, g, n) = (0.4, 1e-3, -9.81, 1000usize);
+        for damp_gravity in [true, false] {
+            let mut ps = Particles::default();
+            ps.push_owned(&crate::particles::Particle::sphere(
+                0,
+                V3::zeros(),
+                0.01,
+                2500.0,
+                0,
+            ));
+            let reference = vec![V3::zeros()];
+            let m = ps.mass[0];
+            for _ in 0..n {
+                leapfrog(
+                    &mut ps,
+                    &reference,
+                    dt,
+                    lambda,
+                    V3::new(0.0, 0.0, g),
+                    damp_gravity,
+                    true,
+                    false,
+                    |_, f, t| {
+                        f.fill(V3::zeros());
+                        t.fill(V3::zeros());
+                    },
+                );
+            }
+            let a = if damp_gravity { (1.0 - lambda) * g } else { g };
+            let v = ps.vel[0].z;
+            let z = ps.pos[0].z;
+            let nn = n as f64;
+            assert!((v - nn * dt * a).abs() < 1e-12 * (nn * dt * a).abs(), "{v}");
+            let ze = dt * dt * a * nn * (nn + 1.0) / 2.0;
+            assert!((z - ze).abs() < 1e-12 * ze.abs(), "{z} {ze}");
+            assert!((ps.force[0].z - m * g).abs() < 1e-15 * m * g.abs());
+            assert_eq!((ps.vel[0].x, ps.vel[0].y), (0.0, 0.0));
+        }
+    }
 
     #[test]
     fn free_fall_is_exact_for_leapfrog() {
@@ -573,10 +670,14 @@ mod tests {
         let blocked: Vec<u8> = (0..n).map(|k| [0, 0, 0b001, 0b101010, 63][k % 5]).collect();
         let reference = vec![V3::zeros(); n];
         let (dt, kinds) = (1e-4, [Kernel::Generic, Kernel::detect()]);
-        for lambda in [0.0, 0.3] {
+        // gu: none (−0, `leapfrog_one`'s path) or undamped gravity (`damp_gravity: false`)
+        for (lambda, gu) in [0.0, 0.3]
+            .into_iter()
+            .flat_map(|l| [(l, V3::repeat(-0.0)), (l, V3::new(0.0, 0.0, -9.81))])
+        {
             let mut want = (x.clone(), v.clone(), w.clone(), q.clone());
             for k in 0..n {
-                leapfrog_one(
+                let trig = step_core(
                     &mut want.0[k],
                     &mut want.1[k],
                     &mut want.2[k],
@@ -588,7 +689,11 @@ mod tests {
                     blocked[k],
                     dt,
                     lambda,
+                    gu,
                 );
+                if trig {
+                    want.3[k] = rotate(want.3[k], want.2[k] * dt);
+                }
             }
             for kind in kinds {
                 let mut got = (x.clone(), v.clone(), w.clone(), q.clone());
@@ -610,6 +715,7 @@ mod tests {
                     },
                     dt,
                     lambda,
+                    gu,
                 );
                 for ((q, w), _) in got.3.iter_mut().zip(&got.2).zip(&trig).filter(|x| *x.1) {
                     *q = rotate(*q, w * dt);

@@ -34,6 +34,10 @@ pub struct Particles {
     /// Owned particles: how many cell lengths the particle has been wrapped by (unwrapped
     /// position = pos + wrap·L). Ghosts: copy of the source's.
     pub wrap: Vec<[i32; 3]>,
+    /// User tag (group) of the particle, 0 by default: the optional 5th column of a `TextFile`
+    /// source, the atom type of a LAMMPS data file; selects e.g. the strainer's supports.
+    /// Carried through migration, ghosts, checkpoints (format 3) and snapshots.
+    pub tag: Vec<u16>,
     /// Total force of the current step (owned particles only; ghosts hold zeros), for the time
     /// series and the strain controller. The torque is not stored: nothing reads it, and the
     /// integrator streams one array fewer.
@@ -57,6 +61,7 @@ pub struct Particle {
     pub blocked: u8,
     pub image: [i32; 3],
     pub wrap: [i32; 3],
+    pub tag: u16,
 }
 
 impl Particle {
@@ -76,6 +81,7 @@ impl Particle {
             blocked: 0,
             image: [0; 3],
             wrap: [0; 3],
+            tag: 0,
         }
     }
 }
@@ -105,6 +111,7 @@ impl Particles {
         self.blocked.push(p.blocked);
         self.image.push(p.image);
         self.wrap.push(p.wrap);
+        self.tag.push(p.tag);
         self.force.push(V3::zeros());
     }
 
@@ -129,6 +136,7 @@ impl Particles {
             blocked: self.blocked[i],
             image: self.image[i],
             wrap: self.wrap[i],
+            tag: self.tag[i],
         }
     }
 
@@ -152,6 +160,7 @@ impl Particles {
         self.blocked.truncate(n);
         self.image.truncate(n);
         self.wrap.truncate(n);
+        self.tag.truncate(n);
         self.force.truncate(n);
     }
 
@@ -169,6 +178,7 @@ impl Particles {
         self.blocked[i] = p.blocked;
         self.image[i] = p.image;
         self.wrap[i] = p.wrap;
+        self.tag[i] = p.tag;
         self.force[i] = V3::zeros();
     }
 
@@ -206,6 +216,7 @@ impl Particles {
         apply(&mut self.blocked, perm, &mut s.u8s);
         apply(&mut self.image, perm, &mut s.i3s);
         apply(&mut self.wrap, perm, &mut s.i3s);
+        apply(&mut self.tag, perm, &mut s.u16s);
     }
 
     /// Kinetic energies (translational, rotational) of owned particles, summed in index order.

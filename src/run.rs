@@ -647,7 +647,8 @@ pub fn cpu_seconds() -> f64 {
     usage().map_or(0.0, |u| t(u.ru_utime) + t(u.ru_stime))
 }
 
-/// Write `specimen.txt`, `x y z r` per sphere in gid order (readable by `TextFile`), from the
+/// Write `specimen.txt`, `x y z r` per sphere in gid order, and the tag as a 5th column where
+/// it is not 0 (readable by `TextFile`), from the
 /// ranks' own spheres before the first step (collective): each rank sends its spheres to the
 /// rank whose gid block [r·N/P, (r + 1)·N/P) holds them (one all-to-all, as snapshots do),
 /// formats its block and writes it at its byte offset (an exclusive prefix sum of the blocks'
@@ -655,7 +656,7 @@ pub fn cpu_seconds() -> f64 {
 /// used to generate the whole scene for it). Positions are the generated ones (unwrapped).
 fn write_specimen(sim: &Simulation, path: &Path) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    const HEADER: &str = "# demhpc specimen: x y z r [m]\n";
+    const HEADER: &str = "# demhpc specimen: x y z r [m] [tag]\n";
     let comm = &sim.comm;
     let (n, p) = (sim.n_global().max(1) as u128, comm.size());
     let ps = &sim.ps;
@@ -666,7 +667,14 @@ fn write_specimen(sim: &Simulation, path: &Path) -> Result<()> {
     for i in 0..ps.n_owned {
         let x = ps.unwrapped(i, &cell);
         let b = &mut bufs[block(ps.gid[i]).min(p - 1)];
-        b.extend_from_slice(&[f64::from_bits(ps.gid[i]), x.x, x.y, x.z, ps.radius[i]]);
+        b.extend_from_slice(&[
+            f64::from_bits(ps.gid[i]),
+            x.x,
+            x.y,
+            x.z,
+            ps.radius[i],
+            ps.tag[i] as f64,
+        ]);
     }
     let counts: Vec<usize> = bufs.iter().map(Vec::len).collect();
     let send = bufs.concat();
@@ -674,11 +682,14 @@ fn write_specimen(sim: &Simulation, path: &Path) -> Result<()> {
     let mut recv = Vec::new();
     comm.all_to_all_f64s(&send, &counts, &mut recv);
     drop(send);
-    let mut rows: Vec<&[f64]> = recv.chunks_exact(5).collect();
+    let mut rows: Vec<&[f64]> = recv.chunks_exact(6).collect();
     rows.sort_unstable_by_key(|v| v[0].to_bits());
     let mut text = String::new();
     for v in rows {
-        text += &format!("{:e} {:e} {:e} {:e}\n", v[1], v[2], v[3], v[4]);
+        text += &match v[5] {
+            0.0 => format!("{:e} {:e} {:e} {:e}\n", v[1], v[2], v[3], v[4]),
+            t => format!("{:e} {:e} {:e} {:e} {t}\n", v[1], v[2], v[3], v[4]),
+        };
     }
     let at = HEADER.len() as u64 + comm.exscan_u64(text.len() as u64);
     let created = match comm.is_root() {

@@ -127,6 +127,8 @@ pub struct Simulation {
     pub domain: Domain,
     pub gravity: V3,
     pub damping: f64,
+    /// Gravity goes through the Cundall damping (Yade `NewtonIntegrator.dampGravity`).
+    pub damp_gravity: bool,
     pub dt: f64,
     pub skin: f64,
     pub step: u64,
@@ -550,7 +552,8 @@ impl Simulation {
             mats: scene
                 .materials
                 .iter()
-                .map(|m| m.cpm().copied().unwrap_or_default())
+                // a CPM scene has only CPM materials (scene validation); the fallback is unused
+                .map(|m| m.cpm().copied().unwrap_or_else(CpmMat::thesis))
                 .collect(),
             interaction_radius: ri,
             links_created: false,
@@ -591,7 +594,7 @@ impl Simulation {
         // A fresh run sets the strainer up from the scene's summary (identical on every rank)
         // and its owned spheres; a restart gets it from the checkpoint's engine state.
         let strainer = match (populate, &scene.strainer) {
-            (true, Some(st)) => Some(UniaxialStrainer::new(st, &scene.summary, &mut mine, &comm)),
+            (true, Some(st)) => Some(UniaxialStrainer::new(st, &scene.summary, &mut mine, &comm)?),
             _ => None,
         };
         Ok(Simulation {
@@ -604,6 +607,7 @@ impl Simulation {
             domain: scene.domain,
             gravity: scene.gravity,
             damping: scene.damping,
+            damp_gravity: scene.damp_gravity,
             dt: scene.dt,
             skin: scene.skin,
             step: 0,
@@ -1060,6 +1064,7 @@ impl Simulation {
             self.dt,
             self.damping,
             self.gravity,
+            self.damp_gravity,
             record,
             self.want_box,
             |p0, f, t| gather.take_block(p0, f, t),
@@ -1090,7 +1095,8 @@ impl Simulation {
             self.gravity,
             record,
             self.want_box,
-        );
+        )
+        .damp_gravity(self.damp_gravity);
         let lp = contact::SphereLoop::new(&mut self.pairs, unsafe { &*ps }, &self.mix, self.dt);
         let gather = self.slots.gather();
         let (moved, t2) = unsafe {

@@ -159,6 +159,16 @@ bad!(hooke_pair_style, At::Scene, 6, "pair_style");
 bad!(hertz_poisson, At::Scene, 5, "Poisson's ratio");
 bad!(friction_angle, At::Scene, 9, "materials[0].friction_angle");
 bad!(restitution, At::Scene, 11, "materials[0].restitution");
+// CPM materials (issue 20: Yade names as aliases, friction as an angle or a tangent).
+bad!(cpm_friction_twice, At::Scene, 8, "not both");
+bad!(cpm_missing_cohesion, At::Scene, 5, "cohesion: required");
+bad!(cpm_alias_twice, At::Scene, 7, "`cohesion` given twice");
+bad!(
+    cpm_friction_degrees,
+    At::Scene,
+    7,
+    "materials[0].params.friction_angle: 38.66 rad"
+);
 // Spheres.
 bad!(negative_radius, At::Scene, 9, "spheres[1].radius");
 bad!(zero_radius, At::Scene, 8, "spheres[0].radius");
@@ -173,6 +183,12 @@ bad!(
     At::Data("bad_columns.txt"),
     4,
     "4 columns"
+);
+bad!(
+    bad_text_tag,
+    At::Data("bad_tag.txt"),
+    3,
+    "tag (5th column) `70000`"
 );
 bad!(
     bad_lammps,

@@ -449,7 +449,7 @@ fn info_and_h5dump_describe_a_checkpoint() {
     ok(&o, "info");
     let text = String::from_utf8_lossy(&o.stdout);
     for want in [
-        "demhpc-checkpoint version 2",
+        "demhpc-checkpoint version 3",
         "on 2 rank(s)",
         "step            300",
         "particles       512",
@@ -474,7 +474,7 @@ fn info_and_h5dump_describe_a_checkpoint() {
     let d = String::from_utf8_lossy(&dump.stdout);
     assert!(dump.status.success(), "{d}");
     assert!(d.contains("DATASPACE  SIMPLE { ( 512 ) / ( 512 ) }"), "{d}");
-    assert!(d.contains("(0): 2"), "format_version 2: {d}");
+    assert!(d.contains("(0): 3"), "format_version 3: {d}");
     assert!(
         d.contains("ATTRIBUTE \"crc32c\""),
         "checksum attribute: {d}"
@@ -594,4 +594,80 @@ fn restart_from_another_directory_finds_the_data_files() {
     ok(&o, "chute from the repository root");
     restart(&tmp, &ckpt(&out, 20), 1, 30, "o");
     assert!(ckpt(&out, 30).exists());
+}
+
+/// Tags (issue 20): a `TextFile` with a 5th column tags its spheres; the tags go through
+/// migration (2 ranks), a checkpoint (format 3, `particles/tag`) and a restart on 1 rank into
+/// the snapshot's `tag`; a version-2 file (written through the test hook, as demhpc wrote
+/// before tags) restarts with every tag 0.
+#[test]
+fn tags_survive_checkpoints_and_old_files_read_as_zero() {
+    let tmp = TempDir::new("ck-tags");
+    let mut txt = String::from("# x y z r tag\n");
+    for k in 0..27u64 {
+        let (i, j, l) = (k % 3, (k / 3) % 3, k / 9);
+        let x = [i, j, l].map(|c| 0.01 + 0.021 * c as f64);
+        let tag = if k % 4 == 0 {
+            String::new()
+        } else {
+            format!(" {}", 100 + k)
+        };
+        txt += &format!("{} {} {} 0.01{tag}\n", x[0], x[1], x[2]);
+    }
+    std::fs::write(tmp.0.join("s.txt"), &txt).unwrap();
+    let scene = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, friction_angle: 0.5, density: 2500.0)],
+    spheres: [TextFile(path: "s.txt", material: "g")],
+    gravity: (0.0, 0.0, -9.81),
+    dt: PWave(0.5),
+    run: Steps(40),
+    output: Output(series_every: 10, snapshot_every: 20),
+    checkpoint: Checkpoint(every: 20, keep: 5),
+    reproducible: true,
+)"#;
+    let expect: Vec<u32> = (0..27u32)
+        .map(|k| if k % 4 == 0 { 0 } else { 100 + k })
+        .collect();
+    let tags = |f: &Path| -> Vec<u32> {
+        let h = hdf5::File::open(f).unwrap();
+        h.dataset("tag").unwrap().read_raw::<u32>().unwrap()
+    };
+    run(&tmp, scene, 2, 20, "a", &[]);
+    assert_eq!(tags(&snap(&tmp.0.join("a"), 20)), expect);
+    let ck = ckpt(&tmp.0.join("a"), 20);
+    let h = hdf5::File::open(&ck).unwrap();
+    assert_eq!(
+        h.attr("format_version")
+            .unwrap()
+            .read_scalar::<u64>()
+            .unwrap(),
+        3
+    );
+    drop(h);
+    restart(&tmp, &ck, 1, 40, "a");
+    assert_eq!(tags(&snap(&tmp.0.join("a"), 40)), expect);
+    // A version-2 checkpoint: no tags, verified, restarts with tag 0 everywhere.
+    std::fs::write(tmp.0.join("scene.ron"), scene).unwrap();
+    let mut cmd = command(2, 1, &["--steps", "20", "--out", "b", "scene.ron"], &tmp.0);
+    let o = cmd
+        .env("DEMHPC_TEST_CHECKPOINT_FORMAT", "2")
+        .output()
+        .unwrap();
+    ok(&o, "format 2 writer");
+    let ck2 = ckpt(&tmp.0.join("b"), 20);
+    let h = hdf5::File::open(&ck2).unwrap();
+    assert_eq!(
+        h.attr("format_version")
+            .unwrap()
+            .read_scalar::<u64>()
+            .unwrap(),
+        2
+    );
+    assert!(h.dataset("particles/tag").is_err());
+    drop(h);
+    let o = demhpc(1, 1, &["info", ck2.to_str().unwrap()], &tmp.0);
+    ok(&o, "info v2");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("integrity       ok"));
+    restart(&tmp, &ck2, 1, 40, "b");
+    assert_eq!(tags(&snap(&tmp.0.join("b"), 40)), vec![0; 27]);
 }

@@ -25,7 +25,7 @@ fn pack(shape: &str) -> String {
     format!(
         r#"Scene(
     name: "pack",
-    materials: [Cpm(name: "c", params: (young: 24e9, density: 4800.0))],
+    materials: [Cpm(name: "c", params: (young: 24e9, density: 4800.0, sigmaT: 3.5e6, epsCrackOnset: 1e-4, relDuctility: 30.0))],
     spheres: [DensePack(material: "c", shape: {shape}, radius: 1e-3, porosity: 0.4, seed: 4)],
     cpm: Cpm(interaction_radius: 1.5),
     damping: 0.4, dt: PWave(0.8), run: Steps(1),

@@ -250,13 +250,14 @@ fn h5dump_layout() {
         ("angvel", "H5T_IEEE_F64LE", vec![2, 3]),
         ("radius", "H5T_IEEE_F64LE", vec![2]),
         ("ncontacts", "H5T_STD_U32LE", vec![2]),
+        ("tag", "H5T_STD_U32LE", vec![2]),
     ] {
         let d = get("DATASET", name, "");
         assert_eq!(d.datatype, ty, "{name} type");
         assert_eq!(d.dims.as_ref(), Some(&dims), "{name} shape");
     }
     let n_datasets = objs.iter().filter(|o| o.kind == "DATASET").count();
-    assert_eq!(n_datasets, 6, "datasets: {objs:?}");
+    assert_eq!(n_datasets, 7, "datasets: {objs:?}");
     // Units on the physical quantities, step/time/version on the file.
     for name in ["pos", "vel", "angvel", "radius"] {
         assert_eq!(get("ATTRIBUTE", "unit", name).datatype, "H5T_STRING");
@@ -526,10 +527,10 @@ fn xdmf_matches_snapshots() {
         // Each grid reads only its own snapshot file.
         assert_eq!(&g[4..], [format!("snapshots/snap_{step:09}.h5")], "{text}");
     }
-    // pos, radius, vel, angvel, gid, ncontacts per grid.
+    // pos, radius, vel, angvel, gid, ncontacts, tag per grid.
     assert!(
         text.lines()
-            .any(|l| l == format!("dataitems {}", 6 * SNAP_STEPS.len())),
+            .any(|l| l == format!("dataitems {}", 7 * SNAP_STEPS.len())),
         "{text}"
     );
 }
@@ -600,7 +601,7 @@ fn unbalanced_is_finite_without_contact_forces() {
         ),
         (
             "link",
-            r#"Scene(materials: [Cpm(name: "c", params: (young: 24e9, density: 4800.0))],
+            r#"Scene(materials: [Cpm(name: "c", params: (young: 24e9, density: 4800.0, sigmaT: 3.5e6, epsCrackOnset: 1e-4, relDuctility: 30.0))],
             spheres: [Sphere(pos: (0.0, 0.0, 0.0), radius: 0.002, material: "c"),
                       Sphere(pos: (0.0035, 0.0, 0.0), radius: 0.002, material: "c")],
             dt: PWave(0.5), run: Steps(20), output: Output(series_every: 10))"#,

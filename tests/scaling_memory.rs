@@ -61,7 +61,7 @@ fn scene(kind: &str, ranks: usize, per: u64) -> String {
                      {l:e}, {l:e})), radius: {r:e}, porosity: 0.4, seed: 1)",
                     ranks as f64 * l
                 ),
-                "Cpm(name: \"g\", params: (young: 24e9, density: 4800.0))",
+                "Cpm(name: \"g\", params: (young: 24e9, density: 4800.0, sigmaT: 3.5e6, epsCrackOnset: 1e-4, relDuctility: 30.0))",
                 "cpm: Cpm(interaction_radius: 1.5),",
             )
         }

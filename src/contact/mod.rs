@@ -379,8 +379,7 @@ pub fn cpm_pair(
     let eps_n = cpm::normal_strain(d, h.d0); // thesis eq. 2.28
                                              // Contact point C = C₁ + d₁' n with d₁' = d₁ − (d₀ − l)/2 = r₁ + (l − r₁ − r₂)/2 (eq. 2.22,
                                              // 2.26); d₂' = l − d₁'. They are the lever arms of the relative velocity and the torques.
-    let a1 = r1 + 0.5 * (d - reach);
-    let a2 = d - a1;
+    let (a1, a2) = cpm::lever_arms(d, r1, r2); // no (r₁+r₂)/d factor: see its doc
     let (w1, w2) = (ps.angvel[i], ps.angvel[j]);
     // ε_T carried into the current contact plane (eq. 2.30–2.31), then the increment (2.32–2.34).
     let eps_t = geom::rotate_shear(st.fs, st.n_old, n, n.dot(&(w1 + w2)), dt);

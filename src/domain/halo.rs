@@ -26,7 +26,7 @@ use crate::{Quat, V3};
 pub const NO_ORIGIN: u32 = u32::MAX;
 
 /// `f64`s per particle record.
-const P_F64: usize = 25;
+const P_F64: usize = 26;
 /// `f64`s per kinematics record: position, velocity, angular velocity. A ghost's orientation
 /// is not refreshed: no law of a sphere reads it (it is the owner's at the last rebuild).
 const K_F64: usize = 9;
@@ -44,6 +44,7 @@ fn pack_particle(p: &Particle, out: &mut Vec<f64>) {
     out.extend_from_slice(&[p.material as f64, p.blocked as f64]);
     out.extend(p.image.iter().map(|&c| c as f64));
     out.extend(p.wrap.iter().map(|&c| c as f64));
+    out.push(p.tag as f64);
 }
 
 /// The copy of particle k sent in direction d (0 lower, 1 upper) of sweep `a`: its image offset
@@ -70,6 +71,7 @@ fn unpack_particle(v: &[f64]) -> Particle {
         blocked: v[18] as u8,
         image: i3(19),
         wrap: i3(22),
+        tag: v[25] as u16,
     }
 }
 

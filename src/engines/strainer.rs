@@ -1,8 +1,12 @@
 //! Uniaxial strain control of a specimen (Yade's `UniaxialStrainer`, thesis §6.1.2.1 and
-//! digest §11): the particles within `support` of both ends of the specimen (along `axis`) get
-//! a prescribed axial velocity ±ε̇ L₀/2 (their axial DOF is blocked, the transversal ones are
-//! free); the axial stress is the mean of the axial forces on the two end groups over the
-//! cross-section. The run stops when |σ| falls below `stop_fraction` of its peak.
+//! digest §11): two support groups — the particles within a layer of either end of the
+//! specimen (along `axis`), or those of two tags, or two gid lists (Yade's `negIds`, `posIds`)
+//! — get a prescribed axial velocity ±ε̇ L₀/2 (their axial DOF is blocked, the transversal
+//! ones are free); the axial stress is the mean of the axial forces on the two groups over the
+//! cross-section. The run stops when |σ| falls below `stop_fraction` of its peak. L₀ is Yade's
+//! `originalLength` (default: the spheres' extent along the axis; Yade takes the distance of
+//! the first `posIds` and `negIds` centres), A Yade's `crossSectionArea` (resolved by the
+//! scene: `scene::strainer_spec`).
 //!
 //! Everything is a function of the step number and of global exact sums, so the controller
 //! is bit-identical on any rank and thread count; its state goes through checkpoints as RON
@@ -10,8 +14,9 @@
 
 use crate::domain::comm::Comm;
 use crate::domain::exact::ExactSum;
+use crate::error::{Error, Result};
 use crate::particles::Particles;
-use crate::scene::schema::StrainerSpec;
+use crate::scene::schema::{StrainerSpec, SupportSpec};
 use crate::scene::source::Summary;
 use crate::V3;
 use serde::{Deserialize, Serialize};
@@ -47,34 +52,86 @@ pub struct UniaxialStrainer {
 }
 
 impl UniaxialStrainer {
-    /// Set up at the start of a fresh run (collective): L₀, A (`area` or the bounding-box
-    /// cross-section) and the centre from the scene's summary of all spheres (identical on
-    /// every rank); the end groups are the spheres within `support` (default 2 mean radii) of
-    /// either end — each rank blocks the axial DOF of its own; the mean lateral distance is an
-    /// exact global sum, so every rank count gets the same bits.
-    pub fn new(spec: &StrainerSpec, all: &Summary, ps: &mut Particles, comm: &Comm) -> Self {
+    /// Set up at the start of a fresh run (collective): L₀ (`original_length` or the spheres'
+    /// extent), A (resolved by the scene) and the centre from the scene's summary of all
+    /// spheres (identical on every rank); the support groups (default: the spheres within 2
+    /// mean radii of either end) — each rank blocks the axial DOF of its own. A group is
+    /// *lower* or *upper* by the side of the centre its spheres lie on (as the prescribed
+    /// velocity is chosen every step): a tag or gid group with spheres on the wrong side, or
+    /// an empty group, is refused. The mean lateral distance is an exact global sum, so every
+    /// rank count gets the same bits.
+    pub fn new(
+        spec: &StrainerSpec,
+        all: &Summary,
+        ps: &mut Particles,
+        comm: &Comm,
+    ) -> Result<Self> {
         let axis = spec.axis;
         let (lo, hi) = (all.ext_lo, all.ext_hi);
         let mean_r = all.rsum / all.n.max(1) as f64;
-        let support = spec.support.unwrap_or(2.0 * mean_r);
         let center = (lo + hi) * 0.5;
         let n = ps.n_owned;
         let bit = 1u8 << axis;
-        for i in 0..n {
+        let supports = spec
+            .supports
+            .clone()
+            .unwrap_or(SupportSpec::Layer(2.0 * mean_r));
+        // (lower, upper) membership of owned particle i
+        let side = |ps: &Particles, i: usize| -> (bool, bool) {
             let x = ps.pos[i][axis];
-            if x - ps.radius[i] < lo[axis] + support || x + ps.radius[i] > hi[axis] - support {
+            match &supports {
+                SupportSpec::Layer(t) => (
+                    x - ps.radius[i] < lo[axis] + t,
+                    x + ps.radius[i] > hi[axis] - t,
+                ),
+                SupportSpec::Tags { lower, upper } => (ps.tag[i] == *lower, ps.tag[i] == *upper),
+                SupportSpec::Gids { lower, upper } => (
+                    lower.binary_search(&ps.gid[i]).is_ok(),
+                    upper.binary_search(&ps.gid[i]).is_ok(),
+                ),
+            }
+        };
+        // counts: lower, upper, lower above the centre, upper below it
+        let mut c = [0u64; 4];
+        for i in 0..n {
+            let (l, u) = side(ps, i);
+            let above = ps.pos[i][axis] > center[axis];
+            c[0] += l as u64;
+            c[1] += u as u64;
+            c[2] += (l && above) as u64;
+            c[3] += (u && !above) as u64;
+            if l || u {
                 ps.blocked[i] |= bit;
                 ps.vel[i][axis] = 0.0;
             }
         }
-        let (a1, a2) = ((axis + 1) % 3, (axis + 2) % 3);
-        let area = spec.area.unwrap_or((hi[a1] - lo[a1]) * (hi[a2] - lo[a2]));
+        let c = c.map(|x| comm.sum_u64(x));
+        if !matches!(supports, SupportSpec::Layer(_)) {
+            if c[0] == 0 || c[1] == 0 {
+                return Err(Error::Input(format!(
+                    "strainer.supports: the lower support has {} spheres, the upper {}: both \
+                     need some",
+                    c[0], c[1]
+                )));
+            }
+            if c[2] + c[3] > 0 {
+                return Err(Error::Input(format!(
+                    "strainer.supports: {} spheres of the lower support lie above the \
+                     specimen's centre along the axis and {} of the upper below it",
+                    c[2], c[3]
+                )));
+            }
+        }
+        let area = spec.area.unwrap_or_else(|| {
+            let (a1, a2) = ((axis + 1) % 3, (axis + 2) % 3);
+            (hi[a1] - lo[a1]) * (hi[a2] - lo[a2])
+        });
         let mut s = UniaxialStrainer {
             axis,
             strain_rate: spec.strain_rate,
             ramp_steps: spec.ramp_steps,
             stop_fraction: spec.stop_fraction,
-            length0: hi[axis] - lo[axis],
+            length0: spec.original_length.unwrap_or(hi[axis] - lo[axis]),
             area,
             center: [center.x, center.y, center.z],
             lateral0: 1.0,
@@ -90,7 +147,7 @@ impl UniaxialStrainer {
         }
         comm.sum_exact(&mut sum);
         s.lateral0 = sum[0].value() / all.n.max(1) as f64;
-        s
+        Ok(s)
     }
 
     fn lateral_distance(&self, x: &V3) -> f64 {

@@ -20,7 +20,10 @@ use std::path::{Path, PathBuf};
 /// Value of the root attribute `format`.
 pub const FORMAT: &str = "demhpc-checkpoint";
 /// Layout version; a reader accepts files of this version only (bumped when the layout changes).
-pub const FORMAT_VERSION: u64 = 2;
+pub const FORMAT_VERSION: u64 = 3;
+
+/// The particles' tags, since format version 3 (an older file reads as tag 0 everywhere).
+const TAG_DATASET: &str = "particles/tag";
 /// Rows read per block on restart (bounds the memory of a rank scanning the file).
 const READ_BLOCK: usize = 1 << 18;
 
@@ -70,6 +73,7 @@ struct Local {
     material: Vec<u16>,
     blocked: Vec<u8>,
     wrap: Vec<i32>,
+    tag: Vec<u16>,
     ref_pos: Vec<f64>,
     c_gid1: Vec<u64>,
     c_gid2: Vec<u64>,
@@ -107,6 +111,7 @@ fn collect(sim: &Simulation) -> Local {
     l.material = ps.material[..n].to_vec();
     l.blocked = ps.blocked[..n].to_vec();
     l.wrap = ps.wrap[..n].iter().flatten().copied().collect();
+    l.tag = ps.tag[..n].to_vec();
     l.ref_pos = flat(sim.reference());
     // Every contact once: the copy whose particle 1 is owned here.
     let pl = &sim.pairs;
@@ -194,7 +199,16 @@ const LAYOUT: &[(&str, Kind, usize)] = &[
     ("text/engines", Kind::U8, 1),
     ("index/rows", Kind::U64, 8),
     ("index/ref_box", Kind::F64, 6),
+    // version 3: last, so that the datasets of version 2 keep their positions
+    (TAG_DATASET, Kind::U16, 1),
 ];
+
+/// The datasets a file of format `version` has (every one of [`LAYOUT`] but those added later).
+fn layout_of(version: u64) -> impl Iterator<Item = &'static (&'static str, Kind, usize)> {
+    LAYOUT
+        .iter()
+        .filter(move |(name, _, _)| version >= 3 || *name != TAG_DATASET)
+}
 
 /// This rank's rows of one dataset.
 enum Rows<'a> {
@@ -257,6 +271,7 @@ fn rows_of<'a>(
         t(1),
         Rows::U64(&l.index_rows),
         Rows::F64(&l.index_box),
+        Rows::U16(&l.tag),
     ]
 }
 
@@ -515,14 +530,16 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
         |(lo, hi), x| (lo.inf(x), hi.sup(x)),
     );
     l.index_box = [lo.as_slice(), hi.as_slice()].concat();
-    let info = info_of_sim(sim, scene_text, scene_file, tots);
+    let mut info = info_of_sim(sim, scene_text, scene_file, tots);
+    info.format_version = write_version();
     let walls = wall_rows(sim);
-    let rows = rows_of(
+    let mut rows = rows_of(
         &l,
         &walls,
         [&info.scene_text, &info.engines],
         comm.is_root(),
     );
+    rows.truncate(layout_of(info.format_version).count());
     let crcs = checksum::join(comm, &rows.iter().map(Rows::piece).collect::<Vec<_>>());
     let n_walls = sim.walls.len() as u64;
     let extent = |k: usize| -> (u64, u64, usize) {
@@ -589,6 +606,15 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
         Ok(())
     };
     comm.agree(published)
+}
+
+/// Test hook: `DEMHPC_TEST_CHECKPOINT_FORMAT=2` writes a version-2 file (no `particles/tag`),
+/// as demhpc did before tags, so that tests/checkpoint.rs can restart from one.
+fn write_version() -> u64 {
+    match std::env::var("DEMHPC_TEST_CHECKPOINT_FORMAT").as_deref() {
+        Ok("2") => 2,
+        _ => FORMAT_VERSION,
+    }
 }
 
 /// Test hook: `DEMHPC_FAULT_KILL_IN_CHECKPOINT=STEP` makes the process SIGKILL itself half-way
@@ -1026,7 +1052,7 @@ pub fn verify(path: &Path, info: &CheckpointInfo, comm: &Comm) -> Result<bool> {
         let f = open(path).map_err(Fault::Other)?;
         let mut pieces = Vec::with_capacity(LAYOUT.len());
         let mut stored = Vec::with_capacity(LAYOUT.len());
-        for &(name, kind, cols) in LAYOUT {
+        for &(name, kind, cols) in layout_of(info.format_version) {
             let n = info.rows(&f, name)? as u128;
             ds(&f, name, n as u64, cols)?;
             let (a, b) = ((r * n / p) as u64, ((r + 1) * n / p) as u64);
@@ -1038,7 +1064,7 @@ pub fn verify(path: &Path, info: &CheckpointInfo, comm: &Comm) -> Result<bool> {
     .map_err(|e| e.into_error(path));
     let (pieces, stored) = comm.agree(local)?;
     let computed = checksum::join(comm, &pieces);
-    for (k, &(name, _, _)) in LAYOUT.iter().enumerate() {
+    for (k, &(name, _, _)) in layout_of(info.format_version).enumerate() {
         if computed[k] != stored[k] {
             return Err(damaged(
                 path,
@@ -1345,6 +1371,11 @@ fn read_local_h5(
         p("inertia", 1)?,
     );
     let (d_mat, d_blk, d_wrap) = (p("material", 1)?, p("blocked", 1)?, p("wrap", 3)?);
+    // format 3 has the tags; an older file reads as tag 0
+    let d_tag = match info.format_version >= 3 {
+        true => Some(p("tag", 1)?),
+        false => None,
+    };
     let blocks = blocks(f, info, want)?;
     let mut ps = Particles::default();
     let mut reference = Vec::new();
@@ -1382,6 +1413,10 @@ fn read_local_h5(
             let mat = read_rows::<u16>(&d_mat, off, rows, 1)?;
             let blk = read_rows::<u8>(&d_blk, off, rows, 1)?;
             let wrap = read_rows::<i32>(&d_wrap, off, rows, 3)?;
+            let tag = match &d_tag {
+                Some(d) => read_rows::<u16>(d, off, rows, 1)?,
+                None => vec![0; rows],
+            };
             for &k in &mine {
                 let q = &ori[4 * k..4 * k + 4];
                 let part = crate::particles::Particle {
@@ -1397,6 +1432,7 @@ fn read_local_h5(
                     blocked: blk[k],
                     image: [0; 3],
                     wrap: [wrap[3 * k], wrap[3 * k + 1], wrap[3 * k + 2]],
+                    tag: tag[k],
                 };
                 check_particle(&part, &v3(&rf, k), lim).map_err(Fault::Damaged)?;
                 ps.push_owned(&part);

@@ -1,5 +1,5 @@
 //! Particle snapshots: one HDF5 file per snapshot (`snapshots/snap_<step>.h5`, datasets `gid`,
-//! `pos`, `vel`, `angvel`, `radius`, `ncontacts`, sorted by gid; root attributes `step`, `time`,
+//! `pos`, `vel`, `angvel`, `radius`, `ncontacts`, `tag`, sorted by gid; root attributes `step`, `time`,
 //! `demhpc_version`) and one XDMF file (`snapshots.xmf`, written by rank 0) listing them as a
 //! temporal collection of `Polyvertex` grids, which ParaView opens directly (CONVENTIONS.md
 //! "Files the project writes").
@@ -31,8 +31,8 @@ use hdf5::{File, H5Type};
 use std::path::{Path, PathBuf};
 
 /// `f64`s per particle in the redistribution message: gid (bits), pos, vel, angvel, radius,
-/// ncontacts.
-const REC: usize = 12;
+/// ncontacts, tag.
+const REC: usize = 13;
 
 /// This rank's rows of a snapshot, in gid order: rows `first..first + gid.len()` of `total`.
 #[derive(Default)]
@@ -45,6 +45,8 @@ struct Block {
     angvel: Vec<f64>,
     radius: Vec<f64>,
     ncontacts: Vec<u32>,
+    /// The particles' tags (`Particles::tag`), widened to u32.
+    tag: Vec<u32>,
 }
 
 impl Block {
@@ -62,6 +64,8 @@ impl Block {
         self.radius.resize(rows, 0.0);
         self.ncontacts.clear();
         self.ncontacts.resize(rows, 0);
+        self.tag.clear();
+        self.tag.resize(rows, 0);
     }
 
     /// Fill local row `k` from one record.
@@ -72,6 +76,7 @@ impl Block {
         self.angvel[3 * k..3 * k + 3].copy_from_slice(&r[7..10]);
         self.radius[k] = r[10];
         self.ncontacts[k] = r[11] as u32;
+        self.tag[k] = r[12] as u32;
     }
 }
 
@@ -104,6 +109,7 @@ fn pack(sim: &Simulation, counts: &[u32], i: usize, out: &mut [f64]) {
     out[7..10].copy_from_slice(ps.angvel[i].as_slice());
     out[10] = ps.radius[i];
     out[11] = counts[i] as f64;
+    out[12] = ps.tag[i] as f64;
 }
 
 /// Fill `b.block` with this rank's rows (collective).
@@ -200,6 +206,7 @@ fn write_h5(comm: &Comm, path: &Path, step: u64, time: f64, b: &Block) -> Result
         w.step(|f| dataset(f, "angvel", n, o, 3, &b.angvel, Some("rad/s"), collective))?;
         w.step(|f| dataset(f, "radius", n, o, 1, &b.radius, Some("m"), collective))?;
         w.step(|f| dataset(f, "ncontacts", n, o, 1, &b.ncontacts, None, collective))?;
+        w.step(|f| dataset(f, "tag", n, o, 1, &b.tag, None, collective))?;
         w.step(|f| {
             f.new_attr::<u64>().create("step")?.write_scalar(&step)?;
             f.new_attr::<f64>().create("time")?.write_scalar(&time)?;
@@ -359,6 +366,7 @@ pub fn xdmf(entries: &[(u64, f64, usize)]) -> String {
             ("angvel", "Vector", format!("{n} 3"), "Float", 8),
             ("gid", "Scalar", format!("{n}"), "UInt", 8),
             ("ncontacts", "Scalar", format!("{n}"), "UInt", 4),
+            ("tag", "Scalar", format!("{n}"), "UInt", 4),
         ] {
             s += &format!("    <Attribute Name=\"{name}\" AttributeType=\"{ty}\" Center=\"Node\">\n     <DataItem Dimensions=\"{dims}\" NumberType=\"{nt}\" Precision=\"{prec}\" Format=\"HDF\">{f}:/{name}</DataItem>\n    </Attribute>\n");
         }

@@ -510,7 +510,7 @@ pub fn read_text(
     path: &Path,
     max: u64,
     tick: &mut Ticker,
-    f: &mut dyn FnMut(V3, f64),
+    f: &mut dyn FnMut(V3, f64, u16),
 ) -> Result<u64> {
     let mut n = 0u64;
     for item in stream_lines(path)? {
@@ -520,18 +520,33 @@ pub fn read_text(
         if line.is_empty() {
             continue;
         }
-        let v: Vec<f64> = line
-            .split_whitespace()
-            .map(|t| t.parse::<f64>())
-            .collect::<std::result::Result<_, _>>()
-            .map_err(|e| data_err(path, ln, format!("expected `x y z r` numbers: {e}")))?;
-        if v.len() != 4 {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        if cols.len() != 4 && cols.len() != 5 {
             return Err(data_err(
                 path,
                 ln,
-                format!("expected 4 columns `x y z r`, found {}", v.len()),
+                format!(
+                    "expected 4 columns `x y z r` (or 5 with a tag), found {}",
+                    cols.len()
+                ),
             ));
         }
+        let v: Vec<f64> = cols[..4]
+            .iter()
+            .map(|t| t.parse::<f64>())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| data_err(path, ln, format!("expected `x y z r` numbers: {e}")))?;
+        // optional 5th column: the particle's tag, an integer 0..=65535 (`Particles::tag`)
+        let tag = match cols.get(4) {
+            None => 0,
+            Some(t) => t.parse::<u16>().map_err(|_| {
+                data_err(
+                    path,
+                    ln,
+                    format!("tag (5th column) `{t}`: expected an integer from 0 to 65535"),
+                )
+            })?,
+        };
         if v.iter().any(|x| !x.is_finite()) || v[3] <= 0.0 {
             return Err(data_err(
                 path,
@@ -542,7 +557,7 @@ pub fn read_text(
         if n == max {
             return Err(data_err(path, ln, too_many_spheres()));
         }
-        f(V3::new(v[0], v[1], v[2]), v[3]);
+        f(V3::new(v[0], v[1], v[2]), v[3], tag);
         n += 1;
     }
     if n == 0 {
@@ -771,6 +786,7 @@ impl Atoms<'_> {
         if self.fixed[ty] {
             p.blocked = BLOCK_ALL;
         }
+        p.tag = ty.min(u16::MAX as usize) as u16; // the atom type is the tag (LAMMPS groups)
         Ok(p)
     }
 }

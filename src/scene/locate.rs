@@ -89,6 +89,11 @@ impl Locations {
             .filter(|k| !k.is_empty())
     }
 
+    /// Whether `path` itself was recorded.
+    pub fn has(&self, path: &str) -> bool {
+        self.map.contains_key(path)
+    }
+
     /// Position of `path`, or of its closest recorded ancestor, or (1, 1).
     pub fn find(&self, path: &str) -> (usize, usize) {
         let mut p = path.to_string();

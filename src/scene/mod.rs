@@ -45,6 +45,8 @@ pub struct Scene {
     pub damping: f64,
     /// Rolling and twisting resistance of the frictional contacts (default off).
     pub rolling: crate::material::Rolling,
+    /// Gravity is damped with the contact forces (Yade `dampGravity`).
+    pub damp_gravity: bool,
     pub dt: f64,
     pub skin: f64,
     /// Step number at which the run stops.
@@ -375,23 +377,10 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         }
         None
     };
-    if let Some(st) = &sf.strainer {
-        if st.axis > 2 {
-            return Err(ctx.err("strainer.axis", "must be 0, 1 or 2"));
-        }
-        if !(st.strain_rate.is_finite() && st.strain_rate != 0.0) {
-            return Err(ctx.err("strainer.strain_rate", "must be finite and non-zero"));
-        }
-        if let Some(s) = st.support {
-            ctx.positive("strainer.support", s)?;
-        }
-        if let Some(a) = st.area {
-            ctx.positive("strainer.area", a)?;
-        }
-        if !(0.0..1.0).contains(&st.stop_fraction) {
-            return Err(ctx.err("strainer.stop_fraction", "must be in [0, 1)"));
-        }
-    }
+    let strainer = match &sf.strainer {
+        Some(st) => Some(strainer_spec(ctx, st, &sf, &summary)?),
+        None => None,
+    };
     let t = sf.balance.threshold;
     if !(t.is_finite() && (1.0..=100.0).contains(&t)) {
         return Err(ctx.err(
@@ -414,6 +403,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         gravity,
         damping: sf.damping,
         rolling,
+        damp_gravity: sf.damp_gravity,
         dt,
         skin,
         steps,
@@ -422,9 +412,117 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         checkpoint: sf.checkpoint,
         reproducible: sf.reproducible,
         interaction_radius,
-        strainer: sf.strainer,
+        strainer,
         balance: sf.balance,
     })
+}
+
+/// Validate the strainer and resolve its defaults (issue 20): `support` becomes
+/// `supports: Layer(..)`; the gid lists are sorted; the area is given, or follows from a
+/// specimen that is a prism along the axis by construction (one `DensePack` box, `Lattice` or
+/// `RandomFill`: the bounding box across the axis; one `DensePack` cylinder loaded along z:
+/// π R²), else it is required — no shape is guessed from the spheres.
+fn strainer_spec(
+    ctx: &Ctx,
+    st: &StrainerSpec,
+    sf: &SceneFile,
+    summary: &Summary,
+) -> Result<StrainerSpec> {
+    let mut st = st.clone();
+    if st.axis > 2 {
+        return Err(ctx.err("strainer.axis", "must be 0, 1 or 2"));
+    }
+    if !(st.strain_rate.is_finite() && st.strain_rate != 0.0) {
+        return Err(ctx.err("strainer.strain_rate", "must be finite and non-zero"));
+    }
+    if !(0.0..1.0).contains(&st.stop_fraction) {
+        return Err(ctx.err("strainer.stop_fraction", "must be in [0, 1)"));
+    }
+    if let Some(l) = st.original_length {
+        ctx.positive("strainer.original_length", l)?;
+    }
+    st.supports = match (st.support.take(), st.supports.take()) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.err(
+                "strainer.supports",
+                "give either `support` (a layer thickness) or `supports`, not both",
+            ))
+        }
+        (Some(s), None) => Some(SupportSpec::Layer(ctx.positive("strainer.support", s)?)),
+        (None, Some(SupportSpec::Layer(s))) => {
+            Some(SupportSpec::Layer(ctx.positive("strainer.supports", s)?))
+        }
+        (None, Some(SupportSpec::Tags { lower, upper })) => {
+            if lower == upper {
+                return Err(ctx.err(
+                    "strainer.supports",
+                    format!("the lower and upper tags must differ (both {lower})"),
+                ));
+            }
+            Some(SupportSpec::Tags { lower, upper })
+        }
+        (
+            None,
+            Some(SupportSpec::Gids {
+                mut lower,
+                mut upper,
+            }),
+        ) => {
+            for v in [&mut lower, &mut upper] {
+                v.sort_unstable();
+                v.dedup();
+            }
+            if lower.is_empty() || upper.is_empty() {
+                return Err(ctx.err("strainer.supports", "both gid lists must be non-empty"));
+            }
+            if let Some(g) = lower.iter().chain(&upper).find(|&&g| g >= summary.n) {
+                return Err(ctx.err(
+                    "strainer.supports",
+                    format!(
+                        "gid {g} does not exist (the scene has {} spheres)",
+                        summary.n
+                    ),
+                ));
+            }
+            if let Some(g) = lower.iter().find(|g| upper.binary_search(g).is_ok()) {
+                return Err(ctx.err(
+                    "strainer.supports",
+                    format!("gid {g} is in both the lower and the upper support"),
+                ));
+            }
+            Some(SupportSpec::Gids { lower, upper })
+        }
+        (None, None) => None, // Layer(2 mean radii), resolved with the summary at set-up
+    };
+    let (a1, a2) = ((st.axis + 1) % 3, (st.axis + 2) % 3);
+    let bbox =
+        (summary.ext_hi[a1] - summary.ext_lo[a1]) * (summary.ext_hi[a2] - summary.ext_lo[a2]);
+    st.area = Some(match st.area {
+        Some(a) => ctx.positive("strainer.area", a)?,
+        None => match sf.spheres.as_slice() {
+            [SphereSpec::DensePack(DensePackSpec {
+                shape: PackShape::Box { .. },
+                ..
+            })]
+            | [SphereSpec::Lattice(_)]
+            | [SphereSpec::RandomFill(_)] => bbox,
+            [SphereSpec::DensePack(DensePackSpec {
+                shape: PackShape::Cylinder { radius, .. },
+                ..
+            })] if st.axis == 2 && sf.replicate == [1, 1, 1] => {
+                std::f64::consts::PI * radius * radius
+            }
+            _ => {
+                return Err(ctx.err(
+                    "strainer",
+                    "`area` (Yade crossSectionArea) is required: the specimen is not a single \
+                     DensePack box, Lattice or RandomFill, or DensePack cylinder loaded along \
+                     its axis z, so its cross-section is not known",
+                ))
+            }
+        },
+    });
+    Ok(st)
 }
 
 fn check_checkpoint(ctx: &Ctx, c: &CheckpointSpec) -> Result<()> {
@@ -623,11 +721,13 @@ pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static 
         return vec!["(scene text)"];
     };
     let same = [
-        ("materials", ron_of(&a.materials) == ron_of(&b.materials)),
+        // resolved, so that a Yade alias or a default written out is no change
+        ("materials", stored.materials == given.materials),
         ("walls", ron_of(&a.walls) == ron_of(&b.walls)),
         ("spheres", ron_of(&a.spheres) == ron_of(&b.spheres)),
         ("gravity", a.gravity == b.gravity),
         ("damping", a.damping == b.damping),
+        ("damp_gravity", a.damp_gravity == b.damp_gravity),
         ("dt", ron_of(&a.dt) == ron_of(&b.dt)),
         ("skin", a.skin == b.skin),
         ("domain", ron_of(&a.domain) == ron_of(&b.domain)),
@@ -806,12 +906,21 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                         format!("material `{}` defined twice", c.name),
                     ));
                 }
-                c.params
-                    .validate()
-                    .map_err(|e| ctx.err(&format!("{p}.params"), e))?;
+                let params = c.params.resolve().map_err(|(field, e)| {
+                    // placed at the field as written (demhpc name or Yade alias)
+                    let at = crate::contact::law::cpm::CpmParams::names(field)
+                        .iter()
+                        .map(|n| format!("{p}.params.{n}"))
+                        .find(|q| ctx.locs.has(q));
+                    match at {
+                        Some(at) => ctx.err(&at, e),
+                        None if field.is_empty() => ctx.err(&format!("{p}.params"), e),
+                        None => ctx.err(&format!("{p}.params"), format!("{field}: {e}")),
+                    }
+                })?;
                 out.push(Material::Cpm(CpmNamed {
                     name: c.name.clone(),
-                    params: c.params,
+                    params,
                 }));
             }
         }
@@ -1532,6 +1641,26 @@ mod tests {
         assert_eq!(rep.walls[1].point, V3::zeros());
         assert_eq!(rep.walls[2].point, V3::new(6.0, 0.0, 0.0));
         assert!(restart_incompatibilities(&base, &rep).contains(&"replicate"));
+    }
+
+    /// Restart compatibility compares the resolved CPM materials (issue 20): Yade aliases and
+    /// defaults written out are no change; another value is.
+    #[test]
+    fn restart_compares_resolved_cpm_materials() {
+        let cpm = |params: &str| {
+            let t = format!(
+                r#"Scene(materials: [Cpm(name: "c", params: ({params}))],
+                spheres: [Sphere(pos: (0.0, 0.0, 0.0), radius: 0.01, material: "c"),
+                          Sphere(pos: (0.02, 0.0, 0.0), radius: 0.01, material: "c")],
+                dt: PWave(0.5), run: Steps(1))"#
+            );
+            Scene::parse(&t, Path::new("c.ron")).unwrap_or_else(|e| panic!("{e}"))
+        };
+        let a = cpm("cohesion: 3e6, eps_cracking: 1e-4, rel_ductility: 30");
+        let b = cpm("sigmaT: 3e6, epsCrackOnset: 1e-4, relDuctility: 30, poisson: 0.25");
+        let c = cpm("sigmaT: 3e6, epsCrackOnset: 1e-4, relDuctility: 20");
+        assert!(!restart_incompatibilities(&a, &b).contains(&"materials"));
+        assert!(restart_incompatibilities(&a, &c).contains(&"materials"));
     }
 
     /// The default replicate (1, 1, 1) is the scene itself: same summary bits.

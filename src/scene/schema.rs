@@ -39,6 +39,10 @@ pub struct SceneFile {
     /// `rolling: (mu_r: 0.1, mu_t: 0.0)` (`contact/law/rolling.rs`, constant directional torque).
     #[serde(default)]
     pub rolling: Option<RollingSpec>,
+    /// Gravity goes through the damping too (Yade `NewtonIntegrator.dampGravity`, default
+    /// true); false adds g after the damping, so a free fall accelerates at exactly g.
+    #[serde(default = "yes", alias = "dampGravity")]
+    pub damp_gravity: bool,
     /// Time step: `Fixed(seconds)` or `PWave(safety)` (safety × p-wave critical step).
     pub dt: TimeStepSpec,
     /// Verlet skin [m] (default 0.2 × mean radius): gap within which pairs are candidates.
@@ -117,7 +121,9 @@ fn default_interaction_radius() -> f64 {
 pub struct CpmOptions {
     /// Interaction radius R_I: pairs with d₀ ≤ R_I (r₁ + r₂) at the first step become cohesive
     /// links (thesis eq. 2.23; default 1.5, §3.3.2).
-    #[serde(default = "default_interaction_radius")]
+    /// Yade scripts call it `intRadius` (uniax.py; Yade's `interactionDetectionFactor` and
+    /// `aabbEnlargeFactor`).
+    #[serde(default = "default_interaction_radius", alias = "intRadius")]
     pub interaction_radius: f64,
 }
 
@@ -150,17 +156,30 @@ pub struct StrainerSpec {
     pub axis: usize,
     /// Axial strain rate [1/s]: > 0 tension, < 0 compression.
     pub strain_rate: f64,
-    /// Thickness [m] of the end layers that get the prescribed velocity (default 2 mean radii).
+    /// Thickness [m] of the end layers that get the prescribed velocity (default 2 mean radii);
+    /// the same as `supports: Layer(thickness)`.
     #[serde(default)]
     pub support: Option<f64>,
+    /// Which particles are the two supports: `Layer(thickness)` (default, 2 mean radii),
+    /// `Tags(lower: 1, upper: 2)` (particle tags) or `Gids(lower: [..], upper: [..])` (Yade's
+    /// `negIds`, `posIds`). Exclusive with `support`.
+    #[serde(default)]
+    pub supports: Option<SupportSpec>,
+    /// Initial length L₀ [m] of the specimen for the strain and the end velocities ±ε̇ L₀/2
+    /// (Yade `originalLength`). Default: the spheres' bounding extent along the axis.
+    #[serde(default, alias = "originalLength")]
+    pub original_length: Option<f64>,
     /// Steps over which the end velocity is ramped up linearly (default 100).
     #[serde(default = "default_ramp")]
     pub ramp_steps: u64,
     /// Stop when |σ| < stop_fraction · peak (default 0.5; 0 = never).
     #[serde(default = "default_stop")]
     pub stop_fraction: f64,
-    /// Cross-section [m²] (default: the spheres' bounding box across the axis).
-    #[serde(default)]
+    /// Cross-section [m²] (Yade `crossSectionArea`). Default only for a specimen that is a prism
+    /// along the axis by construction — a single `DensePack` box, `Lattice` or `RandomFill`
+    /// (the bounding box across the axis), or a `DensePack` cylinder loaded along its axis z
+    /// (π R²); required otherwise (see docs/scene-format.md).
+    #[serde(default, alias = "crossSectionArea")]
     pub area: Option<f64>,
     /// A row of `strainer.csv` every this many steps (default 10).
     #[serde(default = "default_ten")]
@@ -178,11 +197,23 @@ pub struct RollingSpec {
     pub mu_t: f64,
 }
 
+/// The strainer's supports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum SupportSpec {
+    /// The spheres within this distance [m] of either end along the axis.
+    Layer(f64),
+    /// The spheres tagged `lower` and `upper` (TextFile 5th column, LAMMPS atom type).
+    Tags { lower: u16, upper: u16 },
+    /// The spheres of these global ids (Yade `negIds`, `posIds`).
+    Gids { lower: Vec<u64>, upper: Vec<u64> },
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum MaterialSpec {
     Frict(FrictSpec),
-    /// Concrete Particle Model: `Cpm((name: "c", params: (young: 30e9, ...)))`; every
-    /// parameter of `params` has a default (`contact/law/cpm.rs` `CpmMat`).
+    /// Concrete Particle Model: `Cpm((name: "c", params: (sigmaT: 3.5e6, ...)))`; the defaults
+    /// are Yade's (`contact/law/cpm.rs` `CpmParams`, `CpmMat::yade`); `cohesion`,
+    /// `eps_cracking` and `rel_ductility` are required.
     Cpm(CpmSpec),
     /// Hertz–Mindlin: `Hertz(name: "g", young: 7e10, poisson: 0.33, friction_angle: 0.3,
     /// density: 2700, restitution: 0.9)` (`contact/law/hertz.rs`).
@@ -245,7 +276,7 @@ pub struct HertzSpec {
 pub struct CpmSpec {
     pub name: String,
     #[serde(default)]
-    pub params: crate::contact::law::cpm::CpmMat,
+    pub params: Box<crate::contact::law::cpm::CpmParams>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

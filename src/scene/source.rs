@@ -153,8 +153,10 @@ impl Source {
             }
             Source::Text(path, m) => {
                 let mut k = 0;
-                gen::read_text(path, max, tick, &mut |x, r| {
-                    emit(Particle::sphere(offset + k, x, r, rho(*m), *m));
+                gen::read_text(path, max, tick, &mut |x, r, tag| {
+                    let mut p = Particle::sphere(offset + k, x, r, rho(*m), *m);
+                    p.tag = tag;
+                    emit(p);
                     k += 1;
                 })
             }

@@ -39,43 +39,73 @@ use crate::V3;
 use nalgebra::Matrix3;
 use serde::{Deserialize, Serialize};
 
-/// Concrete material (Yade `CpmMat` + the law-level parameters of `Law2_*_CpmPhys_Cpm`).
-/// All SI. Defaults: the thesis' recommended values (§3.3, eq. 3.43, §3.2.2) completed by the
-/// parameter set of Yade's `examples/concrete/uniax.py` (digest §10.3) where the thesis leaves
-/// the value to calibration (E, c_T0, tan φ). Rate effects are off by default.
+/// Damage evolution law in tension (Yade `CpmMat.damLaw`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DamLaw {
+    /// Linear softening branch, Yade `damLaw = 0`: ω = (1 − ε₀/κ)/(1 − ε₀/ε_f), σ reaches 0 at
+    /// κ = ε_f (Yade ConcretePM.cpp `CpmPhys::funcG` case 0; clamped at ω = 1 beyond ε_f,
+    /// where Yade's formula would exceed 1 and turn the stress negative).
+    Linear,
+    /// Exponential softening, Yade `damLaw = 1` (default), thesis eq. 3.2 with the erratum of
+    /// digest §12: ω = 1 − (ε₀/κ) exp(−(κ − ε₀)/ε_f).
+    Exponential,
+}
+
+/// Shear yield surface in compression (Yade `Law2_ScGeom_CpmPhys_Cpm.yieldSurfType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum YieldSurface {
+    /// Linear Mohr–Coulomb everywhere, r = c_T0(1 − ω) − σ_N tan φ (thesis eq. 3.19). This is
+    /// what Yade's public build computes whatever `yieldSurfType` says (ConcretePM.cpp, the
+    /// branch without `CPM_MATERIAL_MODEL`): the default.
+    MohrCoulomb,
+    /// Logarithmic surface in compression (thesis eq. 3.23, Yade `yieldSurfType = 2` of the
+    /// full model), with speed Y₀ = `yield_log_speed`. Opt-in.
+    Log,
+}
+
+/// Concrete material (Yade `CpmMat` + the law-level parameters of `Law2_ScGeom_CpmPhys_Cpm`).
+/// All SI. **Defaults are those of Yade's public law** (ConcretePM.hpp/.cpp; ElastMat/FrictMat
+/// for young, poisson, frictionAngle): linear Mohr–Coulomb shear surface, no compressive
+/// hardening (`eps_soft` ≥ 0), no rate dependence, exponential damage. The thesis' extras
+/// (logarithmic surface eq. 3.23, compressive hardening §3.2.3.1, visco-damage §3.2.3.2,
+/// visco-plasticity §3.2.4.2) are opt-in under their own fields. The scene-facing form, with
+/// Yade's names as aliases, is [`CpmParams`]; see docs/translating.md.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct CpmMat {
     /// Contact normal modulus k_N [Pa] (Yade `young`; a model parameter, not the packing's E,
-    /// thesis §2.2.1.1, §3.3.2). Default 24e9 (uniax.py).
+    /// thesis §2.2.1.1, §3.3.2). Yade default 1e9 (ElastMat).
     pub young: f64,
-    /// α = k_T/k_N [-] (Yade `G_over_E` / `poisson`). Default 0.2 (thesis §3.2.4).
+    /// α = k_T/k_N [-] (Yade `poisson`). Yade default 0.25 (ElastMat).
     pub poisson: f64,
-    /// tan φ, internal friction [-]. Default 0.8 (uniax.py `frictionAngle = atan(0.8)`).
+    /// tan φ, internal friction [-] (Yade `tan(frictionAngle)`, default tan 0.5 (FrictMat)).
     pub tan_phi: f64,
-    /// Undamaged cohesion c_T0 [Pa] (Yade `sigmaT`). Default 3.5e6 (uniax.py).
+    /// Undamaged cohesion c_T0 [Pa] (Yade `sigmaT`; no default).
     pub cohesion: f64,
-    /// ε₀, limit elastic strain / crack onset [-] (Yade `epsCrackOnset`). Default 1e-4
-    /// (thesis fig. 3.1).
+    /// ε₀, limit elastic strain / crack onset [-] (Yade `epsCrackOnset`; no default).
     pub eps_cracking: f64,
-    /// ε_f/ε₀ [-] (Yade `relDuctility`). Default 30 (thesis fig. 3.1).
+    /// ε_f/ε₀ [-] (Yade `relDuctility`; no default).
     pub rel_ductility: f64,
-    /// ε_s, strain where compressive hardening starts [-] (Yade `epsSoft`; ≥ 0 switches the
-    /// hardening off). Default −3e-3 (thesis eq. 3.43).
+    /// Damage law in tension (Yade `damLaw`, default exponential).
+    pub dam_law: DamLaw,
+    /// ε_s, strain where compressive hardening starts [-] (Yade `epsSoft`); ≥ 0 switches the
+    /// hardening off. Default 1 (off), as Yade's Law2; the thesis value is −3e-3 (eq. 3.43).
     pub eps_soft: f64,
     /// K̃_s, relative tangent modulus of the hardening branch [-] (Yade `relKnSoft`). Default
-    /// 0.3 (eq. 3.43).
+    /// 0.3 (Yade; thesis eq. 3.43).
     pub rel_kn_soft: f64,
-    /// Y₀, speed of the logarithmic yield surface in compression [-] (Yade `yieldLogSpeed`;
-    /// ≤ 0 = linear Mohr–Coulomb surface in compression too). Default 0.1 (eq. 3.43).
+    /// Shear yield surface (default Mohr–Coulomb, as Yade's public law).
+    pub yield_surface: YieldSurface,
+    /// Y₀, speed of the logarithmic yield surface [-] (Yade `yieldLogSpeed`, default 0.1, used
+    /// only with [`YieldSurface::Log`]).
     pub yield_log_speed: f64,
-    /// τ_d, characteristic time of visco-damage [s] (Yade `dmgTau`); visco-damage is active only
-    /// when τ_d > 0 and M_d > 0. Default 0 (off); calibrated value 1000 s (thesis §3.3.5).
+    /// τ_d, characteristic time of visco-damage [s] (Yade `dmgTau`); active only when τ_d > 0
+    /// and M_d > 0. Default −1 (off, Yade); calibrated value 1000 s (thesis §3.3.5).
     pub dmg_tau: f64,
-    /// M_d, visco-damage exponent [-] (Yade `dmgRateExp`). Default 0 (off); calibrated 0.3.
+    /// M_d, visco-damage exponent [-] (Yade `dmgRateExp`). Default 0.
     pub dmg_rate_exp: f64,
     /// τ_pl, characteristic time of visco-plasticity [s] (Yade `plTau`); active only when
-    /// τ_pl > 0 and M_pl > 0. Default 0 (off, as recommended by thesis §3.3.5).
+    /// τ_pl > 0 and M_pl > 0. Default −1 (off).
     pub pl_tau: f64,
     /// M_pl, visco-plasticity exponent [-] (Yade `plRateExp`). Default 0.
     pub pl_rate_exp: f64,
@@ -87,25 +117,31 @@ pub struct CpmMat {
     pub omega_threshold: f64,
     /// Never damage (elastic calibration runs, thesis §3.3.2.1). Default false.
     pub never_damage: bool,
-    /// Particle density ρ [kg/m³]. Default 4800 (thesis §3.2.2: compensates ≈ 50 % porosity).
+    /// Particle density ρ [kg/m³]. Default 4800 (Yade CpmMat; thesis §3.2.2: compensates
+    /// ≈ 50 % porosity).
     pub density: f64,
 }
 
-impl Default for CpmMat {
-    fn default() -> Self {
+impl CpmMat {
+    /// Yade's public-law defaults (ConcretePM.hpp: CpmMat, Law2_ScGeom_CpmPhys_Cpm; ElastMat
+    /// young 1e9, poisson 0.25; FrictMat frictionAngle 0.5 rad; density 4800) with the three
+    /// parameters Yade leaves NaN (sigmaT, epsCrackOnset, relDuctility) given.
+    pub fn yade(cohesion: f64, eps_cracking: f64, rel_ductility: f64) -> Self {
         CpmMat {
-            young: 24e9,
-            poisson: 0.2,
-            tan_phi: 0.8,
-            cohesion: 3.5e6,
-            eps_cracking: 1e-4,
-            rel_ductility: 30.0,
-            eps_soft: -3e-3,
+            young: 1e9,
+            poisson: 0.25,
+            tan_phi: 0.5f64.tan(),
+            cohesion,
+            eps_cracking,
+            rel_ductility,
+            dam_law: DamLaw::Exponential,
+            eps_soft: 1.0,
             rel_kn_soft: 0.3,
+            yield_surface: YieldSurface::MohrCoulomb,
             yield_log_speed: 0.1,
-            dmg_tau: 0.0,
+            dmg_tau: -1.0,
             dmg_rate_exp: 0.0,
-            pl_tau: 0.0,
+            pl_tau: -1.0,
             pl_rate_exp: 0.0,
             iso_prestress: 0.0,
             omega_threshold: 1.0,
@@ -113,9 +149,23 @@ impl Default for CpmMat {
             density: 4800.0,
         }
     }
-}
 
-impl CpmMat {
+    /// The full model of the thesis with its recommended values (§3.3, eq. 3.43, fig. 3.1)
+    /// completed by Yade's `examples/concrete/uniax.py` (digest §10.3) where the thesis leaves
+    /// the value to calibration (k_N = 24e9, α = 0.2, c_T0 = 3.5e6, tan φ = 0.8): log surface
+    /// Y₀ = 0.1, hardening ε_s = −3e-3, K̃_s = 0.3; rate effects off. (The pre-issue-20
+    /// defaults of demhpc.)
+    pub fn thesis() -> Self {
+        CpmMat {
+            young: 24e9,
+            poisson: 0.2,
+            tan_phi: 0.8,
+            eps_soft: -3e-3,
+            yield_surface: YieldSurface::Log,
+            ..CpmMat::yade(3.5e6, 1e-4, 30.0)
+        }
+    }
+
     /// ε_f = relDuctility · ε₀ (thesis §3.2.2).
     pub fn eps_fracture(&self) -> f64 {
         self.rel_ductility * self.eps_cracking
@@ -155,7 +205,7 @@ impl CpmMat {
             return bad("young and density must be > 0");
         }
         if self.poisson < 0.0 || self.tan_phi < 0.0 || self.cohesion < 0.0 {
-            return bad("poisson (kT/kN), tan_phi and cohesion must be >= 0");
+            return bad("poisson (kT/kN), friction and cohesion must be >= 0");
         }
         if !self.never_damage && (self.eps_cracking <= 0.0 || self.rel_ductility <= 1.0) {
             // thesis §3.2.3: ε_f must be larger than ε₀
@@ -163,6 +213,10 @@ impl CpmMat {
         }
         if self.eps_soft < 0.0 && !(self.rel_kn_soft > 0.0 && self.rel_kn_soft <= 1.0) {
             return bad("rel_kn_soft must be in (0, 1] when eps_soft < 0");
+        }
+        if self.yield_surface == YieldSurface::Log && self.yield_log_speed <= 0.0 {
+            // thesis eq. 3.23: ln(1 − σ_N/(c_T0 Y₀)) needs Y₀ > 0
+            return bad("yield_log_speed must be > 0 with yield_surface: Log");
         }
         if self.iso_prestress > 0.0 {
             // thesis §3.2.3.3: σ₀ is supposed negative
@@ -172,6 +226,139 @@ impl CpmMat {
             return bad("rate exponents must be >= 0");
         }
         Ok(())
+    }
+}
+
+/// The scene form of a CPM material (`Cpm(name: …, params: (…))`): every field optional, with
+/// Yade's attribute names accepted as aliases (docs/translating.md). [`CpmParams::resolve`]
+/// applies Yade's defaults ([`CpmMat::yade`]) and turns it into a [`CpmMat`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CpmParams {
+    pub young: Option<f64>,
+    pub poisson: Option<f64>,
+    /// Friction angle φ [rad] (Yade `frictionAngle`); exclusive with `tan_phi`.
+    #[serde(alias = "frictionAngle")]
+    pub friction_angle: Option<f64>,
+    /// tan φ [-], the alternative to `friction_angle`.
+    pub tan_phi: Option<f64>,
+    #[serde(alias = "sigmaT")]
+    pub cohesion: Option<f64>,
+    #[serde(alias = "epsCrackOnset")]
+    pub eps_cracking: Option<f64>,
+    #[serde(alias = "relDuctility")]
+    pub rel_ductility: Option<f64>,
+    #[serde(alias = "damLaw")]
+    pub dam_law: Option<DamLaw>,
+    #[serde(alias = "epsSoft")]
+    pub eps_soft: Option<f64>,
+    #[serde(alias = "relKnSoft")]
+    pub rel_kn_soft: Option<f64>,
+    pub yield_surface: Option<YieldSurface>,
+    #[serde(alias = "yieldLogSpeed")]
+    pub yield_log_speed: Option<f64>,
+    #[serde(alias = "dmgTau")]
+    pub dmg_tau: Option<f64>,
+    #[serde(alias = "dmgRateExp")]
+    pub dmg_rate_exp: Option<f64>,
+    #[serde(alias = "plTau")]
+    pub pl_tau: Option<f64>,
+    #[serde(alias = "plRateExp")]
+    pub pl_rate_exp: Option<f64>,
+    #[serde(alias = "isoPrestress")]
+    pub iso_prestress: Option<f64>,
+    #[serde(alias = "omegaThreshold")]
+    pub omega_threshold: Option<f64>,
+    #[serde(alias = "neverDamage")]
+    pub never_damage: Option<bool>,
+    pub density: Option<f64>,
+    /// Yade `equivStrainShearContrib` (ξ₁): only 0 (Yade's default) is supported.
+    #[serde(alias = "equivStrainShearContrib")]
+    pub equiv_strain_shear_contrib: Option<f64>,
+}
+
+impl CpmParams {
+    /// The names a field may be written with in a scene (demhpc name first, then Yade's).
+    pub fn names(field: &str) -> Vec<String> {
+        let yade = match field {
+            "friction_angle" => "frictionAngle",
+            "cohesion" => "sigmaT",
+            "eps_cracking" => "epsCrackOnset",
+            "rel_ductility" => "relDuctility",
+            "equiv_strain_shear_contrib" => "equivStrainShearContrib",
+            "tan_phi" => "friction_angle",
+            _ => "",
+        };
+        let mut v = vec![field.to_string()];
+        if !yade.is_empty() {
+            v.push(yade.to_string());
+        }
+        if field == "tan_phi" {
+            v.push("frictionAngle".into());
+        }
+        v
+    }
+
+    /// Apply the defaults and check the ranges. An error names the offending field (its
+    /// demhpc name; the caller also looks for its Yade alias) and the problem.
+    pub fn resolve(&self) -> std::result::Result<CpmMat, (&'static str, String)> {
+        let need = |v: Option<f64>, f: &'static str, yade: &str| {
+            v.ok_or((f, format!("required (Yade `{yade}` has no default either)")))
+        };
+        let cohesion = need(self.cohesion, "cohesion", "sigmaT")?;
+        let eps0 = need(self.eps_cracking, "eps_cracking", "epsCrackOnset")?;
+        let duct = need(self.rel_ductility, "rel_ductility", "relDuctility")?;
+        let d = CpmMat::yade(cohesion, eps0, duct);
+        let tan_phi = match (self.friction_angle, self.tan_phi) {
+            (Some(_), Some(_)) => {
+                return Err((
+                    "tan_phi",
+                    "give either friction_angle (radians) or tan_phi, not both".into(),
+                ))
+            }
+            (Some(a), None) => {
+                if !(0.0..std::f64::consts::FRAC_PI_2).contains(&a) {
+                    return Err((
+                        "friction_angle",
+                        format!("{a} rad: must be in [0, π/2) (radians, not degrees)"),
+                    ));
+                }
+                a.tan() // Yade Ip2_CpmMat_CpmMat_CpmPhys: tanFrictionAngle = tan(frictionAngle)
+            }
+            (None, Some(t)) => t,
+            (None, None) => d.tan_phi,
+        };
+        if let Some(x) = self.equiv_strain_shear_contrib {
+            if x != 0.0 {
+                return Err((
+                    "equiv_strain_shear_contrib",
+                    "only 0 (Yade's default) is supported".into(),
+                ));
+            }
+        }
+        let m = CpmMat {
+            young: self.young.unwrap_or(d.young),
+            poisson: self.poisson.unwrap_or(d.poisson),
+            tan_phi,
+            cohesion,
+            eps_cracking: eps0,
+            rel_ductility: duct,
+            dam_law: self.dam_law.unwrap_or(d.dam_law),
+            eps_soft: self.eps_soft.unwrap_or(d.eps_soft),
+            rel_kn_soft: self.rel_kn_soft.unwrap_or(d.rel_kn_soft),
+            yield_surface: self.yield_surface.unwrap_or(d.yield_surface),
+            yield_log_speed: self.yield_log_speed.unwrap_or(d.yield_log_speed),
+            dmg_tau: self.dmg_tau.unwrap_or(d.dmg_tau),
+            dmg_rate_exp: self.dmg_rate_exp.unwrap_or(d.dmg_rate_exp),
+            pl_tau: self.pl_tau.unwrap_or(d.pl_tau),
+            pl_rate_exp: self.pl_rate_exp.unwrap_or(d.pl_rate_exp),
+            iso_prestress: self.iso_prestress.unwrap_or(d.iso_prestress),
+            omega_threshold: self.omega_threshold.unwrap_or(d.omega_threshold),
+            never_damage: self.never_damage.unwrap_or(d.never_damage),
+            density: self.density.unwrap_or(d.density),
+        };
+        m.validate().map_err(|e| ("", e.to_string()))?;
+        Ok(m)
     }
 }
 
@@ -199,8 +386,10 @@ pub struct CpmPhys {
     pub eps_soft: f64,
     /// K̃_s.
     pub rel_kn_soft: f64,
-    /// Y₀ (≤ 0: linear surface in compression).
+    /// Y₀ (≤ 0: linear Mohr–Coulomb surface in compression too).
     pub y0: f64,
+    /// Linear softening (Yade `damLaw = 0`) instead of the exponential one.
+    pub linear_damage: bool,
     /// τ_d, M_d.
     pub dmg_tau: f64,
     pub dmg_rate_exp: f64,
@@ -220,7 +409,9 @@ impl CpmPhys {
     /// both materials are equal, since ½(a+a) = a in IEEE arithmetic); k_T = ᾱ k̄_N;
     /// ε_f = ε̄₀ · mean(relDuctility) (as Yade/Woo); neverDamage = either. The thesis makes
     /// Y₀, K̃_s law-level and ε_s material-level (digest §4.3.10 footnote); here all three are
-    /// material fields, averaged like the rest, which is the same when one law is used.
+    /// material fields, averaged like the rest, which is the same when one law is used. Yade
+    /// averages the friction *angles* and takes the tangent; demhpc averages tan φ (identical
+    /// for one material, which is the case of every Yade CPM example).
     pub fn new(m1: &CpmMat, m2: &CpmMat, r1: f64, r2: f64, d0: f64) -> Self {
         let avg = |a: f64, b: f64| 0.5 * (a + b);
         let kn = avg(m1.young, m2.young);
@@ -240,7 +431,15 @@ impl CpmPhys {
             eps_f: eps0 * avg(m1.rel_ductility, m2.rel_ductility),
             eps_soft: avg(m1.eps_soft, m2.eps_soft),
             rel_kn_soft: avg(m1.rel_kn_soft, m2.rel_kn_soft),
-            y0: avg(m1.yield_log_speed, m2.yield_log_speed),
+            // Yade's yield surface is a law-level choice: the log one only if both ask for it
+            y0: match (m1.yield_surface, m2.yield_surface) {
+                (YieldSurface::Log, YieldSurface::Log) => {
+                    avg(m1.yield_log_speed, m2.yield_log_speed)
+                }
+                _ => 0.0,
+            },
+            // Yade copies damLaw from one material; symmetric here: linear only if both are
+            linear_damage: m1.dam_law == DamLaw::Linear && m2.dam_law == DamLaw::Linear,
             dmg_tau: avg(m1.dmg_tau, m2.dmg_tau),
             dmg_rate_exp: avg(m1.dmg_rate_exp, m2.dmg_rate_exp),
             pl_tau: avg(m1.pl_tau, m2.pl_tau),
@@ -344,6 +543,26 @@ pub fn shear_strain_increment(v12: V3, n: V3, dt: f64, d0: f64) -> V3 {
     vt * (dt / d0)
 }
 
+/// Lever arms (d₁', d₂') of the relative velocity and the torques of a pair at distance `l`:
+/// from each centre to the contact point C = C₁ + d₁' n, d₁' = r₁ + (l − r₁ − r₂)/2, d₂' = l − d₁'
+/// (thesis eq. 2.22, 2.26, used in eq. 2.32).
+///
+/// **No (r₁+r₂)/l factor** (issue 20). Yade's ScGeom with the default
+/// `Ig2_Sphere_Sphere_ScGeom.avoidGranularRatcheting = true` (ScGeom.cpp `getIncidentVel`)
+/// uses the radii as lever arms and scales the translational relative velocity by
+/// α = (r₁+r₂)/(r₁+r₂−penetrationDepth) = (r₁+r₂)/l, which keeps a rigid rotation of the pair
+/// shear-free with those arms. The arms d₁' + d₂' = l of eq. 2.32 already do that without α,
+/// and keep the translational shear stiffness at K_T = k_T A/d₀ (eq. 2.92) for any link
+/// length, which is what the calibration of the thesis (ν from α, eq. 3.39) assumes; with α
+/// a link of R_I = 1.5 would be up to 1.5× softer in shear than K_T. Yade's choice avoids
+/// granular ratcheting (the arm changes with l here), irrelevant at CPM strains (< 1e-2 of the
+/// arm). Test: `stretched_link_shear_has_no_distance_factor`.
+#[inline]
+pub fn lever_arms(l: f64, r1: f64, r2: f64) -> (f64, f64) {
+    let a1 = r1 + 0.5 * (l - (r1 + r2));
+    (a1, l - a1)
+}
+
 /// Damage evolution function ω = g(κ) (thesis eq. 3.2 with the digest erratum, §4.3.2/§12:
 /// prefactor ε₀/κ, not ε_f/κ, so that ω(ε₀) = 0):
 /// g = 0 for κ < ε₀, g = 1 − (ε₀/κ) exp(−(κ − ε₀)/ε_f) otherwise.
@@ -353,6 +572,18 @@ pub fn damage(kappa: f64, eps0: f64, eps_f: f64) -> f64 {
         0.0
     } else {
         1.0 - (eps0 / kappa) * (-(kappa - eps0) / eps_f).exp()
+    }
+}
+
+/// Linear damage law, Yade `damLaw = 0` (ConcretePM.cpp `CpmPhys::funcG` case 0):
+/// ω = (1 − ε₀/κ)/(1 − ε₀/ε_f) for κ ≥ ε₀, so that σ = (1 − ω) k_N κ falls linearly from k_N ε₀
+/// to 0 at κ = ε_f; clamped at 1 beyond ε_f (Yade's value would exceed 1 there).
+#[inline]
+pub fn damage_linear(kappa: f64, eps0: f64, eps_f: f64) -> f64 {
+    if kappa < eps0 {
+        0.0
+    } else {
+        ((1.0 - eps0 / kappa) / (1.0 - eps0 / eps_f)).min(1.0)
     }
 }
 
@@ -464,6 +695,8 @@ pub fn cpm_step(p: &CpmPhys, st: &mut CpmState, eps_n: f64, d_eps_t: V3, dt: f64
         1.0 // thesis §3.2.1: non-cohesive = fully damaged from the start
     } else if p.never_damage {
         0.0
+    } else if p.linear_damage {
+        damage_linear(st.kappa, p.eps0, p.eps_f)
     } else {
         damage(st.kappa, p.eps0, p.eps_f)
     };
@@ -588,11 +821,11 @@ pub fn love_weber(l: &V3, f: &V3, volume: f64) -> Matrix3<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contact::geom::rotate_shear;
+    use crate::contact::geom::{self, rotate_shear};
 
     /// Thesis fig. 3.1 parameters: ε₀ = 1e-4, ε_f = 30 ε₀, k_N = 24e9 Pa.
     fn mat() -> CpmMat {
-        CpmMat::default()
+        CpmMat::thesis()
     }
     const R: f64 = 5e-3;
     const D0: f64 = 1.2e-2;
@@ -692,6 +925,161 @@ mod tests {
         .validate()
         .is_err());
         assert!(rel(m.with_eps_fracture(2e-3).rel_ductility, 20.0) < 1e-15);
+    }
+
+    /// Parse a `params: (…)` body as a scene would (ron, the project's options).
+    fn params(body: &str) -> CpmParams {
+        ron::Options::default()
+            .with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+            .from_str(&format!("({body})"))
+            .unwrap_or_else(|e| panic!("{body}: {e}"))
+    }
+
+    #[test]
+    fn defaults_are_yades_public_law() {
+        // Yade ConcretePM.hpp (CpmMat, Law2_ScGeom_CpmPhys_Cpm), ElastMat, FrictMat defaults:
+        // young 1e9, poisson 0.25, frictionAngle 0.5 rad, density 4800, damLaw 1 (exp.),
+        // epsSoft 1 (≥ 0: off), relKnSoft 0.3, dmgTau = plTau = −1 (off), rate exponents 0,
+        // isoPrestress 0, omegaThreshold 1, neverDamage false; the public law has the linear
+        // Mohr–Coulomb surface only. sigmaT, epsCrackOnset, relDuctility: required.
+        let m = params("sigmaT: 3e6, epsCrackOnset: 1e-4, relDuctility: 20")
+            .resolve()
+            .unwrap();
+        assert_eq!(m, CpmMat::yade(3e6, 1e-4, 20.0));
+        assert_eq!((m.young, m.poisson, m.density), (1e9, 0.25, 4800.0));
+        assert_eq!(m.tan_phi, 0.5f64.tan());
+        assert_eq!(m.dam_law, DamLaw::Exponential);
+        assert_eq!(m.yield_surface, YieldSurface::MohrCoulomb);
+        assert!(m.eps_soft >= 0.0 && m.rel_kn_soft == 0.3);
+        assert!(m.dmg_tau <= 0.0 && m.pl_tau <= 0.0);
+        assert_eq!((m.iso_prestress, m.omega_threshold), (0.0, 1.0));
+        assert!(!m.never_damage);
+        // The pair: no log surface (Y₀ = 0), no hardening, no rate terms.
+        let p = CpmPhys::new(&m, &m, R, R, D0);
+        assert!(p.y0 == 0.0 && p.eps_soft >= 0.0 && !p.visco_damage() && !p.visco_plastic());
+        // Under compression the yield radius is Mohr–Coulomb: c + |σ_N| tan φ (eq. 3.19).
+        let r = yield_radius(-10e6, 0.0, p.cohesion, p.tan_phi, p.y0);
+        assert!(rel(r, 3e6 + 10e6 * 0.5f64.tan()) < 1e-15);
+        // Compression far beyond the thesis' ε_s = −3e-3 stays elastic (k_N ε).
+        let mut st = CpmState::new(D0, true);
+        let o = cpm_step(&p, &mut st, -1e-2, V3::zeros(), 1e-6);
+        assert!(rel(o.sigma_n, -1e9 * 1e-2) < 1e-15 && st.eps_n_pl == 0.0);
+        // Required parameters.
+        for body in [
+            "epsCrackOnset: 1e-4, relDuctility: 20",
+            "sigmaT: 3e6, relDuctility: 20",
+            "sigmaT: 3e6, epsCrackOnset: 1e-4",
+        ] {
+            assert!(params(body).resolve().is_err(), "{body}");
+        }
+    }
+
+    #[test]
+    fn yade_aliases_and_friction_forms() {
+        // Every Yade name maps onto its demhpc field; frictionAngle is in radians (tan taken,
+        // Yade Ip2_CpmMat_CpmMat_CpmPhys); tan_phi is the alternative; both = error.
+        let y = params(
+            "young: 24e9, poisson: 0.2, frictionAngle: 0.6747409422, sigmaT: 3.5e6, \
+             epsCrackOnset: 1e-4, relDuctility: 30, damLaw: Linear, epsSoft: -3e-3, \
+             relKnSoft: 0.25, yieldLogSpeed: 0.2, dmgTau: 1000, dmgRateExp: 0.3, plTau: 1, \
+             plRateExp: 0.1, isoPrestress: -1e6, omegaThreshold: 0.99, neverDamage: true, \
+             density: 2500, equivStrainShearContrib: 0",
+        )
+        .resolve()
+        .unwrap();
+        let d = params(
+            "young: 24e9, poisson: 0.2, friction_angle: 0.6747409422, cohesion: 3.5e6, \
+             eps_cracking: 1e-4, rel_ductility: 30, dam_law: Linear, eps_soft: -3e-3, \
+             rel_kn_soft: 0.25, yield_log_speed: 0.2, dmg_tau: 1000, dmg_rate_exp: 0.3, \
+             pl_tau: 1, pl_rate_exp: 0.1, iso_prestress: -1e6, omega_threshold: 0.99, \
+             never_damage: true, density: 2500",
+        )
+        .resolve()
+        .unwrap();
+        assert_eq!(y, d);
+        assert!((y.tan_phi - 0.8).abs() < 1e-10); // atan(0.8) = 0.6747409422 rad
+        assert_eq!(y.dam_law, DamLaw::Linear);
+        let t = params("tan_phi: 0.8, sigmaT: 1, epsCrackOnset: 1e-4, relDuctility: 2")
+            .resolve()
+            .unwrap();
+        assert_eq!(t.tan_phi, 0.8);
+        let both = "tan_phi: 0.8, frictionAngle: 0.6, sigmaT: 1, epsCrackOnset: 1e-4, \
+                    relDuctility: 2";
+        assert_eq!(params(both).resolve().unwrap_err().0, "tan_phi");
+        let deg = "friction_angle: 38.7, sigmaT: 1, epsCrackOnset: 1e-4, relDuctility: 2";
+        assert_eq!(params(deg).resolve().unwrap_err().0, "friction_angle");
+        let xi = "equivStrainShearContrib: 1, sigmaT: 1, epsCrackOnset: 1e-4, relDuctility: 2";
+        assert!(params(xi).resolve().is_err());
+        // The log surface is opt-in and needs Y₀ > 0.
+        let lg = "yield_surface: Log, sigmaT: 1, epsCrackOnset: 1e-4, relDuctility: 2";
+        let m = params(lg).resolve().unwrap();
+        assert_eq!(CpmPhys::new(&m, &m, R, R, D0).y0, 0.1);
+        assert!(params(&format!("{lg}, yieldLogSpeed: 0"))
+            .resolve()
+            .is_err());
+    }
+
+    #[test]
+    fn linear_damage_law() {
+        // Yade damLaw = 0 (ConcretePM.cpp funcG case 0): σ = (1−ω) k_N κ falls linearly from
+        // k_N ε₀ at κ = ε₀ to 0 at κ = ε_f; ω = 1 beyond. Tol 1e-12.
+        let (e0, ef) = (1e-4, 3e-3);
+        assert_eq!(damage_linear(0.5e-4, e0, ef), 0.0);
+        assert_eq!(damage_linear(e0, e0, ef), 0.0);
+        for k in [2e-4, 1e-3, 2.5e-3, ef] {
+            let s = (1.0 - damage_linear(k, e0, ef)) * k;
+            let expect = e0 * (ef - k) / (ef - e0);
+            assert!((s - expect).abs() < 1e-12 * e0, "{k}: {s} {expect}");
+        }
+        assert_eq!(damage_linear(1e-2, e0, ef), 1.0);
+        let m = CpmMat {
+            dam_law: DamLaw::Linear,
+            ..mat()
+        };
+        let mut t = LawTester::new(&m, true, 1e-6);
+        let o = t.ramp(1.55e-3, 155).last().unwrap().1;
+        let expect = 24e9 * 1e-4 * (3e-3 - 1.55e-3) / (3e-3 - 1e-4);
+        assert!(rel(o.sigma_n, expect) < 1e-9, "{} {expect}", o.sigma_n);
+    }
+
+    #[test]
+    fn stretched_link_shear_has_no_distance_factor() {
+        // Issue 20, the (r₁+r₂)/d question: a link with d = d₀ = 1.2 (r₁ + r₂) (R = 5 mm,
+        // d₀ = 12 mm). Particle 2 translated by δ ⟂ n in one step, no spins: demhpc gives
+        // F_T = K_T δ = k_T π R² δ/d₀ (thesis eq. 2.32–2.34, 2.44, 2.92, 3.30), Yade's default
+        // ScGeom (avoidGranularRatcheting) would give (r₁+r₂)/d · K_T δ = K_T δ/1.2. Tol 1e-9.
+        let m = mat();
+        let mut t = LawTester::new(&m, true, 1e-6);
+        let delta = 1e-7;
+        let o = t.goto(V3::new(D0, delta, 0.0));
+        let kt = 0.2 * 24e9 * std::f64::consts::PI * R * R / D0;
+        // |l| grows by δ²/2d₀ (a 1e-11 normal strain): compare the shear only.
+        assert!(
+            rel(o.f_t.norm(), kt * delta) < 1e-9,
+            "{} {}",
+            o.f_t.norm(),
+            kt * delta
+        );
+        assert!(rel(o.f_t.norm(), 2.0 * R / D0 * kt * delta) > 0.19);
+        assert!(rel(t.p.stiff_t, kt) < 1e-15);
+        // The arms: d₁' = d₂' = d/2 for equal radii (not R), and they sum to d.
+        let (a1, a2) = lever_arms(D0, R, R);
+        assert_eq!((a1, a2), (0.5 * D0, 0.5 * D0));
+        let (b1, b2) = lever_arms(D0, R, 2.0 * R);
+        assert!(rel(b1 + b2, D0) < 1e-15 && rel(b1 - R, b2 - 2.0 * R) < 1e-12);
+        // Objectivity without α: the stretched pair spinning rigidly about its midpoint
+        // (v = ω × x, both spins ω) has no relative velocity at C. With the radii as arms and
+        // no α it would have |ω| (d − r₁ − r₂); Yade's α removes that, as the arms do here.
+        let w = V3::new(0.0, 0.0, 300.0);
+        let n = V3::x();
+        let (x1, x2) = (-n * (0.5 * D0), n * (0.5 * D0));
+        let v12 = geom::relative_velocity(w.cross(&x1), w, a1, w.cross(&x2), w, a2, n);
+        assert!(v12.norm() < 1e-12 * 300.0 * D0, "{v12}");
+        let radii = geom::relative_velocity(w.cross(&x1), w, R, w.cross(&x2), w, R, n);
+        assert!(rel(radii.norm(), 300.0 * (D0 - 2.0 * R)) < 1e-12);
+        let alpha = 2.0 * R / D0;
+        let yade = (w.cross(&x2) - w.cross(&x1)) * alpha - w.cross(&n) * R - w.cross(&n) * R;
+        assert!(yade.norm() < 1e-12 * 300.0 * D0);
     }
 
     #[test]
