@@ -32,6 +32,10 @@ use crate::material::{FrictPhys, MixTable};
 use crate::particles::Particles;
 use crate::V3;
 
+/// What a full batch of lanes goes to (fill, kernel, scatter): lanes, lane count, the range's
+/// contact flags and histories.
+type BatchFn<'a> = dyn FnMut(&mut Lanes, usize, &mut [bool], &mut [FrictState]) + 'a;
+
 /// Pairs per batch: the lanes of one batch (~25 KB) stay in L1.
 const LANES: usize = 64;
 
@@ -434,7 +438,7 @@ impl PairsView<'_> {
         ps: &Particles,
         mix: &MixTable,
         b: &mut Lanes,
-        batch: &mut dyn FnMut(&mut Lanes, usize, &mut [bool], &mut [FrictState]),
+        batch: &mut BatchFn,
     ) -> (usize, usize) {
         let (mut q, mut m) = (0, 0);
         while q + 8 <= st.len() {
