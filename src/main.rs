@@ -333,6 +333,7 @@ fn load_scene(cli: &Cli) -> Result<(Scene, Option<String>), Error> {
     };
     let info = checkpoint::read_info(ck)?;
     let stored = stored_scene(ck, &info)?;
+    refuse_old_cpm(ck, &info, &stored)?;
     let stored_dir = Some(stored.checkpoint.dir.clone());
     let Some(p) = &cli.scene else {
         return Ok((stored, stored_dir));
@@ -379,6 +380,28 @@ fn restart_out(ck: &Path, scene: &Scene, stored_dir: Option<&str>) -> Option<Pat
         }
     }
     out
+}
+
+/// Checkpoint format 3 came with Yade's public CPM law as the defaults of `Cpm` materials
+/// (issue 20): the scene text stored by an older demhpc (formats 1 and 2) would now resolve to
+/// other parameters, and the restart would continue silently different physics. Refused
+/// (exit 2): restart it with the demhpc that wrote it.
+fn refuse_old_cpm(
+    ck: &Path,
+    info: &checkpoint::CheckpointInfo,
+    stored: &Scene,
+) -> Result<(), Error> {
+    if info.format_version >= 3 || stored.materials.iter().all(|m| m.cpm().is_none()) {
+        return Ok(());
+    }
+    Err(Error::Input(format!(
+        "{}: a CPM checkpoint of format version {} was written before the CPM defaults became \
+         Yade's public law (format 3): its stored scene would now resolve to other CPM \
+         parameters and the continuation would not be the same run; restart it with the \
+         demhpc that wrote it",
+        ck.display(),
+        info.format_version
+    )))
 }
 
 /// The scene stored in a checkpoint, validated. Its data files are found beside the original

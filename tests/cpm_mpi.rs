@@ -123,3 +123,43 @@ fn tag_supports_and_undamped_gravity_are_rank_independent() {
     assert!(a.lines().count() > 50, "{a}");
     assert_eq!(a, b, "strainer.csv differs between 1 and 2 ranks");
 }
+
+/// A CPM checkpoint written before the Yade-compatible defaults (format version 2, the test
+/// hook of `io/checkpoint.rs`) is refused on restart with exit 2 and a message saying why: its
+/// stored scene would resolve to other parameters now. A format-3 one restarts.
+#[test]
+fn cpm_checkpoint_of_format_2_is_refused() {
+    let tmp = TempDir::new("cpm_v2");
+    let scene = SCENE.replace("run: Steps(4000)", "run: Steps(20)").replace(
+        "checkpoint: Checkpoint(every: 1000, keep: 10)",
+        "checkpoint: Checkpoint(every: 10, keep: 2)",
+    );
+    std::fs::write(tmp.0.join("scene.ron"), scene).unwrap();
+    let mut cmd = support::command(1, 1, &["--out", "v2", "scene.ron"], &tmp.0);
+    let o = cmd
+        .env("DEMHPC_TEST_CHECKPOINT_FORMAT", "2")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let ck = tmp.0.join("v2/checkpoints/ckpt_0000000010.h5");
+    let o = run(
+        1,
+        1,
+        &["--restart", ck.to_str().unwrap(), "--steps", "20"],
+        &tmp.0,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("format version 2") && err.contains("CPM"),
+        "{err}"
+    );
+    // the same run written in format 3 restarts
+    demhpc(1, &["--out", "v3", "scene.ron"], &tmp.0);
+    let ck = tmp.0.join("v3/checkpoints/ckpt_0000000010.h5");
+    demhpc(
+        1,
+        &["--restart", ck.to_str().unwrap(), "--steps", "20"],
+        &tmp.0,
+    );
+}
