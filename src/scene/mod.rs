@@ -757,6 +757,44 @@ pub const MAX_MATERIALS: usize = 256;
 /// Most walls: every sphere is tested against every wall, and walls against each other.
 pub const MAX_WALLS: usize = 256;
 
+/// A material's name (`p`: its path, `materials[k]`): not empty, not one of `out`'s.
+fn check_material_name(ctx: &Ctx, p: &str, name: &str, out: &[Material]) -> Result<()> {
+    if name.is_empty() {
+        return Err(ctx.err(&format!("{p}.name"), "must not be empty"));
+    }
+    if out.iter().any(|o| o.name() == name) {
+        return Err(ctx.err(
+            &format!("{p}.name"),
+            format!("material `{name}` defined twice"),
+        ));
+    }
+    Ok(())
+}
+
+/// A frictional material's friction angle in [0, π/2) and restitution in (0, 1].
+fn check_friction_and_restitution(
+    ctx: &Ctx,
+    p: &str,
+    friction_angle: f64,
+    restitution: Option<f64>,
+) -> Result<()> {
+    if !(0.0..std::f64::consts::FRAC_PI_2).contains(&friction_angle) {
+        return Err(ctx.err(
+            &format!("{p}.friction_angle"),
+            format!("must be in [0, π/2) radians, got {friction_angle}"),
+        ));
+    }
+    if let Some(e) = restitution {
+        if !(e > 0.0 && e <= 1.0) {
+            return Err(ctx.err(
+                &format!("{p}.restitution"),
+                format!("must be in (0, 1], got {e}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
     if specs.is_empty() {
         return Err(ctx.err("materials", "at least one material is needed"));
@@ -772,32 +810,11 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
         let p = format!("materials[{k}]");
         match m {
             MaterialSpec::Frict(f) => {
-                if f.name.is_empty() {
-                    return Err(ctx.err(&format!("{p}.name"), "must not be empty"));
-                }
-                if out.iter().any(|o| o.name() == f.name) {
-                    return Err(ctx.err(
-                        &format!("{p}.name"),
-                        format!("material `{}` defined twice", f.name),
-                    ));
-                }
+                check_material_name(ctx, &p, &f.name, &out)?;
                 ctx.positive(&format!("{p}.young"), f.young)?;
                 ctx.non_negative(&format!("{p}.poisson"), f.poisson)?;
                 ctx.positive(&format!("{p}.density"), f.density)?;
-                if !(0.0..std::f64::consts::FRAC_PI_2).contains(&f.friction_angle) {
-                    return Err(ctx.err(
-                        &format!("{p}.friction_angle"),
-                        format!("must be in [0, π/2) radians, got {}", f.friction_angle),
-                    ));
-                }
-                if let Some(e) = f.restitution {
-                    if !(e > 0.0 && e <= 1.0) {
-                        return Err(ctx.err(
-                            &format!("{p}.restitution"),
-                            format!("must be in (0, 1], got {e}"),
-                        ));
-                    }
-                }
+                check_friction_and_restitution(ctx, &p, f.friction_angle, f.restitution)?;
                 out.push(Material::Frict(FrictMat {
                     name: f.name.clone(),
                     young: f.young,
@@ -808,15 +825,7 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                 }));
             }
             MaterialSpec::Hooke(h) => {
-                if h.name.is_empty() {
-                    return Err(ctx.err(&format!("{p}.name"), "must not be empty"));
-                }
-                if out.iter().any(|o| o.name() == h.name) {
-                    return Err(ctx.err(
-                        &format!("{p}.name"),
-                        format!("material `{}` defined twice", h.name),
-                    ));
-                }
+                check_material_name(ctx, &p, &h.name, &out)?;
                 ctx.positive(&format!("{p}.kn"), h.kn)?;
                 let kt = h.kt.unwrap_or(2.0 / 7.0 * h.kn);
                 ctx.positive(&format!("{p}.kt"), kt)?;
@@ -856,15 +865,7 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                 out.push(Material::Hooke(m));
             }
             MaterialSpec::Hertz(h) => {
-                if h.name.is_empty() {
-                    return Err(ctx.err(&format!("{p}.name"), "must not be empty"));
-                }
-                if out.iter().any(|o| o.name() == h.name) {
-                    return Err(ctx.err(
-                        &format!("{p}.name"),
-                        format!("material `{}` defined twice", h.name),
-                    ));
-                }
+                check_material_name(ctx, &p, &h.name, &out)?;
                 ctx.positive(&format!("{p}.young"), h.young)?;
                 ctx.positive(&format!("{p}.density"), h.density)?;
                 if !(0.0..0.5).contains(&h.poisson) {
@@ -873,20 +874,7 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                         format!("Poisson's ratio must be in [0, 0.5), got {}", h.poisson),
                     ));
                 }
-                if !(0.0..std::f64::consts::FRAC_PI_2).contains(&h.friction_angle) {
-                    return Err(ctx.err(
-                        &format!("{p}.friction_angle"),
-                        format!("must be in [0, π/2) radians, got {}", h.friction_angle),
-                    ));
-                }
-                if let Some(e) = h.restitution {
-                    if !(e > 0.0 && e <= 1.0) {
-                        return Err(ctx.err(
-                            &format!("{p}.restitution"),
-                            format!("must be in (0, 1], got {e}"),
-                        ));
-                    }
-                }
+                check_friction_and_restitution(ctx, &p, h.friction_angle, h.restitution)?;
                 out.push(Material::Hertz(HertzMat {
                     name: h.name.clone(),
                     young: h.young,
@@ -897,15 +885,7 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                 }));
             }
             MaterialSpec::Cpm(c) => {
-                if c.name.is_empty() {
-                    return Err(ctx.err(&format!("{p}.name"), "must not be empty"));
-                }
-                if out.iter().any(|o| o.name() == c.name) {
-                    return Err(ctx.err(
-                        &format!("{p}.name"),
-                        format!("material `{}` defined twice", c.name),
-                    ));
-                }
+                check_material_name(ctx, &p, &c.name, &out)?;
                 let params = c.params.resolve().map_err(|(field, e)| {
                     // placed at the field as written (demhpc name or Yade alias)
                     let at = crate::contact::law::cpm::CpmParams::names(field)
