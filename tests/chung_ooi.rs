@@ -1,5 +1,5 @@
 //! Chung & Ooi (2011), "Benchmark tests for verifying discrete element modelling codes at
-//! particle impact level", Granular Matter 13:643–656: tests 1–4 and 6 with the Hertz–Mindlin
+//! particle impact level", Granular Matter 13:643–656: tests 1–6 and 8 with the Hertz–Mindlin
 //! law (`contact/law/hertz.rs`), each against its analytic result (laws-and-flows digest §1).
 //! Materials as in the paper's Table 1 (glass, limestone, aluminium and magnesium alloys,
 //! aluminium oxide, nylon); a "rigid" plane is a wall of E = 1e30 Pa.
@@ -238,4 +238,73 @@ fn test6_impact_with_spin() {
         assert!(rel(v.x, vt1) < 0.03, "ω₀ {w0}: v_t {} vs {vt1}", v.x);
         assert!(rel(w.y, w1) < 0.03, "ω₀ {w0}: ω {} vs {w1}", w.y);
     }
+}
+
+/// C&O test 5: oblique impact of an aluminium oxide sphere at a constant normal speed of 5 m/s
+/// with tangential speeds 4–20 m/s (gross sliding: v_t > 3.5 μ (1 + e) v_n = 3.2 m/s):
+/// rebound tangential velocity and spin within 3 % of rigid-body theory.
+#[test]
+fn test5_oblique_impact_constant_normal_speed() {
+    let (m, r, mu, e, vn) = (AL_OXIDE, 0.0025, 0.092, 0.98, 5.0);
+    for vt in [4.0, 6.0, 8.0, 12.0, 20.0] {
+        assert!(vt > 3.5 * mu * (1.0 + e) * vn);
+        let (mut s, dt) = sphere_on_plane(m, r, mu, Some(e), [vt, 0.0, -vn], [0.0; 3]);
+        impact_on_plane(&mut s, dt);
+        let (vt1, w1) = sliding_rebound(r, mu, e, vn, vt, 0.0);
+        let (v, w) = (s.ps.vel[0], s.ps.angvel[0]);
+        assert!(rel(v.z, e * vn) < 0.01, "v_t {vt}: normal rebound {}", v.z);
+        assert!(rel(v.x, vt1) < 0.03, "v_t {vt}: v_t' {} vs {vt1}", v.x);
+        assert!(rel(w.y, w1) < 0.03, "v_t {vt}: ω' {} vs {w1}", w.y);
+    }
+}
+
+/// C&O test 8: elastic normal impact of two spheres of different materials (glass on
+/// limestone, R = 10 mm, relative speed 10 m/s): contact time and maximum overlap within 1 % of
+/// Hertz with the mixed E* and m*, and the velocities after of a 1-D elastic collision.
+#[test]
+fn test8_impact_of_different_materials() {
+    let (r, v) = (0.010, 10.0);
+    let (ma, mb) = (mass(r, GLASS.3), mass(r, LIMESTONE.3));
+    let e_star = 1.0
+        / ((1.0 - GLASS.2 * GLASS.2) / GLASS.1 + (1.0 - LIMESTONE.2 * LIMESTONE.2) / LIMESTONE.1);
+    let m_star = ma * mb / (ma + mb);
+    let (tc, dmax, _) = hertz_impact(m_star, 0.5 * r, e_star, v);
+    let dt = tc / 2000.0;
+    let mut s = sim(&format!(
+        r#"Scene(materials: [{}, {}],
+        spheres: [Sphere(pos: (0.0, 0.0, 0.0), radius: {r:e}, material: "glass", vel: ({:e}, 0.0, 0.0)),
+                  Sphere(pos: ({:e}, 0.0, 0.0), radius: {r:e}, material: "limestone")],
+        dt: Fixed({dt:e}), run: Steps(1))"#,
+        hertz_material(GLASS, 0.35, None),
+        hertz_material(LIMESTONE, 0.35, None),
+        v,
+        2.0 * r * 1.0001
+    ));
+    let (mut n, mut seen, mut dm) = (0u64, false, 0.0_f64);
+    for _ in 0..100_000 {
+        s.step().unwrap();
+        let active = s.pairs.active.iter().any(|&a| a);
+        n += active as u64;
+        seen |= active;
+        let (a, b) = (idx(&s, 0), idx(&s, 1));
+        dm = dm.max(2.0 * r - (s.ps.pos[b].x - s.ps.pos[a].x));
+        if seen && !active {
+            break;
+        }
+    }
+    let t = n as f64 * dt;
+    assert!(rel(t, tc) < 0.01, "contact time {t} vs {tc}");
+    assert!(rel(dm, dmax) < 0.01, "overlap {dm} vs {dmax}");
+    let (a, b) = (idx(&s, 0), idx(&s, 1));
+    let (va, vb) = ((ma - mb) / (ma + mb) * v, 2.0 * ma / (ma + mb) * v);
+    assert!(
+        (s.ps.vel[a].x - va).abs() < 1e-3 * v,
+        "glass after {} vs {va}",
+        s.ps.vel[a].x
+    );
+    assert!(
+        rel(s.ps.vel[b].x, vb) < 1e-3,
+        "limestone after {} vs {vb}",
+        s.ps.vel[b].x
+    );
 }
