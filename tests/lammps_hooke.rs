@@ -69,3 +69,42 @@ fn hooke_settle_follows_lammps_kinetic_energy() {
     eprintln!("largest relative KE difference {worst:.2e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The `Hooke` normal law alone: a head-on collision of two equal spheres is a damped linear
+/// oscillator of m* = m/2, ω₀² = kn/m*, damping m* γ_N v_N: contact time π / sqrt(ω₀² − γ_N²/4)
+/// and restitution exp(−γ_N t_c / 2) (both within 1 %; the force is not cut at zero, as in
+/// LAMMPS, so the separation is at zero overlap).
+#[test]
+fn hooke_head_on_collision_is_a_damped_oscillator() {
+    let (r, rho, kn, gamma_n, v) = (1e-3, 2600.0, 1e4, 5000.0, 0.2);
+    let m = 4.0 / 3.0 * std::f64::consts::PI * r * r * r * rho;
+    let w0 = (kn / (0.5 * m)).sqrt();
+    let wd = (w0 * w0 - 0.25 * gamma_n * gamma_n).sqrt();
+    let tc = std::f64::consts::PI / wd;
+    let e = (-0.5 * gamma_n * tc).exp();
+    let dt = tc / 2000.0;
+    let mut s = sim(&format!(
+        r#"Scene(materials: [Hooke(name: "g", kn: {kn:e}, gamma_n: {gamma_n:e}, xmu: 0.5, density: {rho:e})],
+        spheres: [Sphere(pos: (0.0, 0.0, 0.0), radius: {r:e}, material: "g", vel: ({:e}, 0.0, 0.0)),
+                  Sphere(pos: ({:e}, 0.0, 0.0), radius: {r:e}, material: "g", vel: ({:e}, 0.0, 0.0))],
+        dt: Fixed({dt:e}), run: Steps(1))"#,
+        0.5 * v,
+        2.0 * r * 1.0001,
+        -0.5 * v
+    ));
+    let (mut n, mut seen) = (0u64, false);
+    for _ in 0..100_000 {
+        s.step().unwrap();
+        let active = s.pairs.active.iter().any(|&a| a);
+        n += active as u64;
+        seen |= active;
+        if seen && !active {
+            break;
+        }
+    }
+    let t = n as f64 * dt;
+    assert!(rel(t, tc) < 0.01, "contact time {t} vs {tc}");
+    let (a, b) = (idx(&s, 0), idx(&s, 1));
+    let got = (s.ps.vel[b].x - s.ps.vel[a].x) / v;
+    assert!(rel(got, e) < 0.01, "restitution {got} vs {e}");
+}
