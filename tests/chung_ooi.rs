@@ -99,6 +99,24 @@ fn impact_on_plane(s: &mut Simulation, dt: f64) -> (f64, f64, f64) {
     panic!("the impact did not end");
 }
 
+/// Run two spheres of radius `r` (gids 0, 1 along x) until their contact has ended: (contact
+/// time, maximum overlap).
+fn two_sphere_impact(s: &mut Simulation, r: f64, dt: f64) -> (f64, f64) {
+    let (mut n, mut seen, mut dm) = (0u64, false, 0.0_f64);
+    for _ in 0..100_000 {
+        s.step().unwrap();
+        let active = s.pairs.active.iter().any(|&a| a);
+        n += active as u64;
+        seen |= active;
+        let (a, b) = (idx(s, 0), idx(s, 1));
+        dm = dm.max(2.0 * r - (s.ps.pos[b].x - s.ps.pos[a].x));
+        if seen && !active {
+            return (n as f64 * dt, dm);
+        }
+    }
+    panic!("the impact did not end");
+}
+
 /// C&O test 1: elastic normal impact of two identical spheres (glass and limestone, R = 10
 /// mm, relative speed 10 m/s): contact time, maximum overlap within 1 % of Hertz.
 #[test]
@@ -121,19 +139,7 @@ fn test1_normal_impact_of_two_spheres() {
             m.0,
             -0.5 * v
         ));
-        let (mut n, mut seen, mut dm) = (0u64, false, 0.0_f64);
-        for _ in 0..100_000 {
-            s.step().unwrap();
-            let active = s.pairs.active.iter().any(|&a| a);
-            n += active as u64;
-            seen |= active;
-            let (a, b) = (idx(&s, 0), idx(&s, 1));
-            dm = dm.max(2.0 * r - (s.ps.pos[b].x - s.ps.pos[a].x));
-            if seen && !active {
-                break;
-            }
-        }
-        let t = n as f64 * dt;
+        let (t, dm) = two_sphere_impact(&mut s, r, dt);
         assert!(rel(t, tc) < 0.01, "{}: contact time {t} vs {tc}", m.0);
         assert!(rel(dm, dmax) < 0.01, "{}: overlap {dm} vs {dmax}", m.0);
         // elastic: the spheres separate at ∓v/2
@@ -280,19 +286,7 @@ fn test8_impact_of_different_materials() {
         v,
         2.0 * r * 1.0001
     ));
-    let (mut n, mut seen, mut dm) = (0u64, false, 0.0_f64);
-    for _ in 0..100_000 {
-        s.step().unwrap();
-        let active = s.pairs.active.iter().any(|&a| a);
-        n += active as u64;
-        seen |= active;
-        let (a, b) = (idx(&s, 0), idx(&s, 1));
-        dm = dm.max(2.0 * r - (s.ps.pos[b].x - s.ps.pos[a].x));
-        if seen && !active {
-            break;
-        }
-    }
-    let t = n as f64 * dt;
+    let (t, dm) = two_sphere_impact(&mut s, r, dt);
     assert!(rel(t, tc) < 0.01, "contact time {t} vs {tc}");
     assert!(rel(dm, dmax) < 0.01, "overlap {dm} vs {dmax}");
     let (a, b) = (idx(&s, 0), idx(&s, 1));
