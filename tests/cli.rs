@@ -234,3 +234,26 @@ fn shipped_scenes_start_without_warnings() {
         assert_eq!(stderr(&o), "", "{name}: {}", describe(&o));
     }
 }
+
+/// A Hertz scene whose fixed step exceeds 0.2 of the Rayleigh time is warned about (once, by
+/// `demhpc check`, which is the set-up of a run); the shipped step and `PWave(1.0)` are not.
+#[test]
+fn hertz_step_beyond_the_rayleigh_bound_is_warned() {
+    let tmp = TempDir::new("cli-rayleigh");
+    let text = std::fs::read_to_string(scene_path("settle_hertz.ron")).unwrap();
+    for (dt, warned) in [("Fixed(7e-6)", 0), ("Fixed(3e-5)", 1), ("PWave(1.0)", 0)] {
+        let p = tmp.0.join("s.ron");
+        std::fs::write(&p, text.replace("dt: Fixed(7e-6)", &format!("dt: {dt}"))).unwrap();
+        let o = std::process::Command::new(BIN)
+            .args(["check", p.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        assert_eq!(
+            stderr(&o).matches("Rayleigh time").count(),
+            warned,
+            "{dt}: {}",
+            describe(&o)
+        );
+    }
+}

@@ -307,6 +307,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         return Err(ctx.err("damping", format!("must be in [0, 1), got {}", sf.damping)));
     }
     let dt = time_step(ctx, &sf.dt, base.pwave)?;
+    warn_rayleigh(ctx, dt, &materials, base.rmin);
     let skin = match sf.skin {
         Some(s) => check_skin(ctx, ctx.positive("skin", s)?, base.rmax)?,
         None => 0.2 * base.mean_radius(),
@@ -557,6 +558,33 @@ const MAX_SKIN_RADII: f64 = 10.0;
 /// Largest extent of the domain, in smallest radii: the cell grids are sized from it, and
 /// beyond it a domain is a typo (an infinite or absurd box).
 pub const MAX_EXTENT_RADII: f64 = 1e9;
+
+/// Hertz–Mindlin scenes: warn when Δt exceeds 0.2 of the Rayleigh time
+/// T_R = π r √(ρ/G) / (0.1631 ν + 0.8766), G = E / (2 (1 + ν)), of the smallest sphere in the
+/// softest Hertz material (laws-and-flows digest §1; LIGGGHTS warns likewise). `PWave` steps
+/// are ~0.18 T_R and never warn.
+fn warn_rayleigh(ctx: &Ctx, dt: f64, materials: &[Material], rmin: f64) {
+    let t_r = materials
+        .iter()
+        .filter_map(|m| match m {
+            Material::Hertz(h) => {
+                let g = h.young / (2.0 * (1.0 + h.poisson));
+                Some(
+                    std::f64::consts::PI * rmin * (h.density / g).sqrt()
+                        / (0.1631 * h.poisson + 0.8766),
+                )
+            }
+            _ => None,
+        })
+        .fold(f64::INFINITY, f64::min);
+    if dt > 0.2 * t_r {
+        log::warn!(
+            "{}: dt {dt:e} s exceeds 0.2 of the Rayleigh time {t_r:e} s of the smallest Hertz \
+             sphere: the contacts may be under-resolved (use a smaller step or PWave)",
+            ctx.file.display()
+        );
+    }
+}
 
 /// The time step: `Fixed` within sane bounds of the p-wave critical step Δt_cr = min r
 /// sqrt(ρ/E) (thesis §2.5.6 eq. 2.85–2.86), or a fraction of it.
