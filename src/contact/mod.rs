@@ -479,21 +479,21 @@ pub fn wall_pair(
     }
     let w2 = ps.angvel[i];
     let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, ps.vel[i], w2, r, n);
-    let (p, twist) = (&st.phys, n.dot(&w2));
-    let (f, fs) = match mix.law() {
-        FrictLawKind::CundallStrack => {
-            CundallStrack.step(p, st.fs, st.n_old, n, u_n, v12, twist, dt)
-        }
-        FrictLawKind::HertzMindlin => HertzMindlin.step(p, st.fs, st.n_old, n, u_n, v12, twist, dt),
-        FrictLawKind::Hooke(h) => h.step(p, st.fs, st.n_old, n, u_n, v12, twist, dt),
+    let twist = n.dot(&w2);
+    let f = match mix.law() {
+        FrictLawKind::CundallStrack => CundallStrack.apply(st, n, u_n, v12, twist, dt),
+        FrictLawKind::HertzMindlin => HertzMindlin.apply(st, n, u_n, v12, twist, dt),
+        FrictLawKind::Hooke(h) => h.apply(st, n, u_n, v12, twist, dt),
     };
-    st.fs = fs;
-    st.n_old = n;
-    // the wall is particle 1 (ω = 0), R_eff = r (contact/law/rolling.rs)
-    let m = mix.rolling().moment(n, f, V3::zeros(), w2, r);
+    let mut t2 = n.cross(&f) * r;
+    let roll = mix.rolling();
+    if !roll.is_off() {
+        // the wall is particle 1 (ω = 0), R_eff = r (contact/law/rolling.rs)
+        t2 -= roll.moment(n, f, V3::zeros(), w2, r);
+    }
     PairForce {
         f,
         t1: V3::zeros(),
-        t2: n.cross(&f) * r - m,
+        t2,
     }
 }

@@ -27,23 +27,12 @@
 //! rules, which differ from it only under a strong dashpot).
 
 use super::super::geom::rotate_shear;
-use super::FrictLaw;
+use super::{select3, FrictLaw};
 use crate::material::FrictPhys;
 use crate::V3;
 
 /// The Hertz–Mindlin law as a [`FrictLaw`] (`Hertz` materials; the shear history `fs` holds ξ).
 pub struct HertzMindlin;
-
-/// `a` where `c`, else `b`, component-wise: a select, not a branch (the batch kernel
-/// vectorises it).
-#[inline(always)]
-fn select3(c: bool, a: V3, b: V3) -> V3 {
-    V3::new(
-        if c { a.x } else { b.x },
-        if c { a.y } else { b.y },
-        if c { a.z } else { b.z },
-    )
-}
 
 impl FrictLaw for HertzMindlin {
     #[inline(always)]

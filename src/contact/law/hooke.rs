@@ -14,7 +14,7 @@
 //! γ_N, γ_T [1/s] and the Coulomb choice are the law's ([`Hooke`]), like LAMMPS' single
 //! `pair_style` line.
 
-use super::FrictLaw;
+use super::{select3, FrictLaw};
 use crate::material::FrictPhys;
 use crate::V3;
 
@@ -71,11 +71,7 @@ impl FrictLaw for Hooke {
         // LAMMPS: shear = ratio (shear + m γ_T v_T / kt) − m γ_T v_T / kt
         let d = damp_t / p.ks;
         let xi_slip = (xi + d) * ratio - d;
-        let xi = V3::new(
-            if slip { xi_slip.x } else { xi.x },
-            if slip { xi_slip.y } else { xi.y },
-            if slip { xi_slip.z } else { xi.z },
-        );
+        let xi = select3(slip, xi_slip, xi);
         (n * f_n + ft, xi)
     }
 }

@@ -3,7 +3,6 @@
 //! restitution coefficient (digest A6, last bullet).
 
 use super::super::geom::rotate_shear;
-use super::super::store::FrictState;
 use super::FrictLaw;
 use crate::material::FrictPhys;
 use crate::V3;
@@ -11,6 +10,15 @@ use crate::V3;
 /// The Cundall–Strack law as a [`FrictLaw`] (`Frict` materials).
 pub struct CundallStrack;
 
+/// One step (thesis §2.4): returns the force on particle 1 and the new shear force.
+///
+/// * `n`: unit normal 1→2, `u_n` < 0 in compression, `v12`: relative velocity at the contact
+///   point (2 relative to 1), `twist`: n·(ω1 + ω2).
+/// * Normal: F_N = K_N u_N n (+ c_n (n·v12) n) — on particle 1, pointing away from 2 in
+///   compression.
+/// * Shear: the stored shear force is carried with the contact frame, then incremented by
+///   K_T Δt v12⊥ (demhpc sign, digest A13 row 4: friction on 1 follows 2's sliding) and returned
+///   radially to |F_T| ≤ |F_N^el| tan φ (Coulomb, eq. 2.48).
 impl FrictLaw for CundallStrack {
     #[inline(always)]
     fn step(
@@ -24,58 +32,28 @@ impl FrictLaw for CundallStrack {
         twist: f64,
         dt: f64,
     ) -> (V3, V3) {
-        cundall_strack_step(p, fs, n_old, n, u_n, v12, twist, dt)
+        let vn = n.dot(&v12);
+        let vt = v12 - n * vn;
+        // thesis eq. 2.46: the old shear force carried with the contact frame, plus K_T Δt v⊥
+        let fs = rotate_shear(fs, n_old, n, twist, dt) + vt * (p.ks * dt);
+        // thesis eq. 2.45 (normal) and 2.48 (Coulomb: |F_T| ≤ |F_N| tan φ, radial return)
+        let fn_el = p.kn * u_n;
+        let max_fs = fn_el.abs() * p.tan_phi;
+        let fs2 = fs.norm_squared();
+        let slip = max_fs / fs2.sqrt();
+        let fs = fs * if fs2 > max_fs * max_fs { slip } else { 1.0 };
+        (n * (fn_el + p.cn * vn) + fs, fs)
     }
-}
-
-/// Force on particle 1 for one step; updates the shear force and the stored normal.
-///
-/// * `n`: unit normal 1→2, `u_n` < 0 in compression, `v12`: relative velocity at the contact
-///   point (2 relative to 1), `twist`: n·(ω1 + ω2).
-/// * Normal: F_N = K_N u_N n (+ c_n (n·v12) n) — on particle 1, pointing away from 2 in
-///   compression.
-/// * Shear: the stored shear force is carried with the contact frame, then incremented by
-///   K_T Δt v12⊥ (demhpc sign, digest A13 row 4: friction on 1 follows 2's sliding) and returned
-///   radially to |F_T| ≤ |F_N^el| tan φ (Coulomb, eq. 2.48).
-#[inline(always)]
-pub fn cundall_strack(st: &mut FrictState, n: V3, u_n: f64, v12: V3, twist: f64, dt: f64) -> V3 {
-    let (f, fs) = cundall_strack_step(&st.phys, st.fs, st.n_old, n, u_n, v12, twist, dt);
-    st.fs = fs;
-    st.n_old = n;
-    f
-}
-
-/// [`cundall_strack`] as a pure function of the history (`fs`, `n_old`): returns the force on
-/// particle 1 and the new shear force. Written with selects, no branches, so that the batched
-/// contact kernel (contact/batch.rs) vectorises it; the scalar callers get the same bits.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub fn cundall_strack_step(
-    p: &FrictPhys,
-    fs: V3,
-    n_old: V3,
-    n: V3,
-    u_n: f64,
-    v12: V3,
-    twist: f64,
-    dt: f64,
-) -> (V3, V3) {
-    let vn = n.dot(&v12);
-    let vt = v12 - n * vn;
-    // thesis eq. 2.46: the old shear force carried with the contact frame, plus K_T Δt v⊥
-    let fs = rotate_shear(fs, n_old, n, twist, dt) + vt * (p.ks * dt);
-    // thesis eq. 2.45 (normal) and 2.48 (Coulomb: |F_T| ≤ |F_N| tan φ, radial return)
-    let fn_el = p.kn * u_n;
-    let max_fs = fn_el.abs() * p.tan_phi;
-    let fs2 = fs.norm_squared();
-    let slip = max_fs / fs2.sqrt();
-    let fs = fs * if fs2 > max_fs * max_fs { slip } else { 1.0 };
-    (n * (fn_el + p.cn * vn) + fs, fs)
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::super::store::FrictState;
     use super::*;
+
+    fn cundall_strack(st: &mut FrictState, n: V3, u_n: f64, v12: V3, twist: f64, dt: f64) -> V3 {
+        CundallStrack.apply(st, n, u_n, v12, twist, dt)
+    }
 
     fn state(tan_phi: f64) -> FrictState {
         FrictState::new(

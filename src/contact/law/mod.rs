@@ -13,8 +13,20 @@ pub mod hooke;
 pub mod linear;
 pub mod rolling;
 
+use super::store::FrictState;
 use crate::material::FrictPhys;
 use crate::V3;
+
+/// `a` where `c`, else `b`, component-wise: a select, not a branch, so that the batch kernel
+/// vectorises the laws that use it.
+#[inline(always)]
+pub fn select3(c: bool, a: V3, b: V3) -> V3 {
+    V3::new(
+        if c { a.x } else { b.x },
+        if c { a.y } else { b.y },
+        if c { a.z } else { b.z },
+    )
+}
 
 /// One step of an elastic–frictional pair law, written without branches (selects only) so
 /// that the batch kernel vectorises it; the scalar callers get the same bits.
@@ -37,6 +49,16 @@ pub trait FrictLaw {
         twist: f64,
         dt: f64,
     ) -> (V3, V3);
+
+    /// [`Self::step`] on a pair's stored history `st` (shear vector and normal updated in
+    /// place): the force on particle 1. The scalar callers' form (walls, tests).
+    #[inline(always)]
+    fn apply(&self, st: &mut FrictState, n: V3, u_n: f64, v12: V3, twist: f64, dt: f64) -> V3 {
+        let (f, fs) = self.step(&st.phys, st.fs, st.n_old, n, u_n, v12, twist, dt);
+        st.fs = fs;
+        st.n_old = n;
+        f
+    }
 }
 
 /// The frictional law of a scene (all its frictional materials share one family; CPM scenes

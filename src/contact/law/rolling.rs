@@ -12,6 +12,7 @@
 //! exactly; the elastic–plastic spring model (EPSD, a per-contact moment history) is the one
 //! for statics and is not built yet.
 
+use super::select3;
 use crate::V3;
 
 /// The scene's rolling and twisting resistance coefficients (both 0: off).
@@ -21,16 +22,6 @@ pub struct Rolling {
     pub mu_r: f64,
     /// Twisting friction coefficient μ_t.
     pub mu_t: f64,
-}
-
-/// `a` where `c`, else `b` (a select: the batch kernel vectorises it).
-#[inline(always)]
-fn pick(c: bool, a: V3, b: V3) -> V3 {
-    V3::new(
-        if c { a.x } else { b.x },
-        if c { a.y } else { b.y },
-        if c { a.z } else { b.z },
-    )
 }
 
 impl Rolling {
@@ -49,7 +40,7 @@ impl Rolling {
         let wr = w - n * wt;
         let wr2 = wr.norm_squared();
         let m_r = wr * (-self.mu_r * r_eff * fn_abs / wr2.sqrt());
-        let m_r = pick(wr2 > 0.0, m_r, V3::zeros());
+        let m_r = select3(wr2 > 0.0, m_r, V3::zeros());
         let s = if wt > 0.0 {
             1.0
         } else if wt < 0.0 {
