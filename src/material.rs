@@ -99,13 +99,13 @@ impl Material {
             Material::Hooke(m) => m.density,
         }
     }
-    pub fn young(&self) -> f64 {
+    /// Young's modulus E; `None` for `Hooke`, whose stiffness is a constant kn, not a modulus.
+    fn young(&self) -> Option<f64> {
         match self {
-            Material::Frict(m) => m.young,
-            Material::Cpm(m) => m.params.young,
-            // no modulus: kn [N/m] stands in (see `pwave_step` for the time step)
-            Material::Hooke(m) => m.kn,
-            Material::Hertz(m) => m.young,
+            Material::Frict(m) => Some(m.young),
+            Material::Cpm(m) => Some(m.params.young),
+            Material::Hertz(m) => Some(m.young),
+            Material::Hooke(_) => None,
         }
     }
     /// The p-wave critical step r sqrt(ρ/E) of a sphere of radius `r` (thesis eq. 2.85); for
@@ -114,7 +114,8 @@ impl Material {
     pub fn pwave_step(&self, r: f64) -> f64 {
         match self {
             Material::Hooke(m) => r * (m.density * r / m.kn).sqrt(),
-            _ => r * (self.density() / self.young()).sqrt(),
+            // every other material has a modulus
+            m => r * (m.density() / m.young().unwrap_or(f64::INFINITY)).sqrt(),
         }
     }
     /// The frictional law family of this material (CPM: none).
@@ -252,7 +253,7 @@ impl PairMix {
             (a, b) => PairMix {
                 tan_phi: 0.0,
                 kind: MixKind::Linear {
-                    two_e: [2.0 * a.young(), 2.0 * b.young()],
+                    two_e: [a, b].map(|m| 2.0 * m.young().unwrap_or(0.0)),
                     poisson: [0.0; 2],
                     two_zeta: None,
                 },
