@@ -16,7 +16,7 @@
 //! sliding, as Chung & Ooi's analytic solution assumes (with the pull, test 6 at e = 0.5 gave
 //! +6.7 %). α is calibrated on the impact this law models ([`alpha_for_restitution`],
 //! integrating [`restitution_of_alpha`]), so that the rebound is exactly e; LIGGGHTS'
-//! relation [`liggghts_alpha`] (exact for the uncut force) would rebound higher.
+//! relation α = √5 ζ(e) (exact for the uncut force) would rebound higher (unit test).
 //!
 //! Tangential: LIGGGHTS' `tangential history` — the shear displacement ξ is carried with the
 //! contact frame (the same rotation as Cundall–Strack, thesis eq. 2.30–2.33) and incremented
@@ -144,19 +144,18 @@ fn calibrate(e: f64) -> f64 {
     0.5 * (lo + hi)
 }
 
-/// LIGGGHTS' α for restitution `e` (`normal_model_hertz.h`, Tsuji et al. 1992): γ_N =
-/// −2 √(5/6) β √(S_N m*) with β = ln e / √(ln² e + π²) and S_N = 1.5 kn √δ, i.e. α = −√5 β.
-/// It gives back e (to 2e-6) when the total normal force may turn attractive; with the cut
-/// at zero of this law it gives a higher restitution (unit test): α is calibrated instead.
-pub fn liggghts_alpha(e: f64) -> f64 {
-    let l = e.ln();
-    let beta = l / (l * l + std::f64::consts::PI * std::f64::consts::PI).sqrt();
-    -(5.0_f64).sqrt() * beta
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// LIGGGHTS' α for restitution `e` (`normal_model_hertz.h`, Tsuji et al. 1992): γ_N =
+    /// −2 √(5/6) β √(S_N m*) with β = ln e / √(ln² e + π²) = −ζ(e) of the linear dashpot
+    /// ([`crate::material::damping_ratio`]) and S_N = 1.5 kn √δ, i.e. α = √5 ζ. It gives back
+    /// e (to 2e-6) when the total normal force may turn attractive; with this law's cut at zero
+    /// it rebounds higher (below): α is calibrated instead.
+    fn liggghts_alpha(e: f64) -> f64 {
+        5.0_f64.sqrt() * crate::material::damping_ratio(e)
+    }
 
     fn phys(kn: f64, ks: f64, tan_phi: f64, cn: f64) -> FrictPhys {
         FrictPhys {
