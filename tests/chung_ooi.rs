@@ -13,7 +13,7 @@
 
 mod common;
 use common::*;
-use demhpc::Simulation;
+use demhpc::{Simulation, V3};
 use std::f64::consts::PI;
 
 /// (name, E [Pa], ν, ρ [kg/m³]) of C&O's Table 1.
@@ -197,6 +197,34 @@ fn sliding_rebound(r: f64, mu: f64, e: f64, vn: f64, vt: f64, w: f64) -> (f64, f
     (vt - j, w + 2.5 * j / r)
 }
 
+/// An impact on the plane at normal speed `vn`, tangential speed `vt` (along x) and spin `w0`
+/// (about y) in gross sliding (asserted: |v_t − r ω₀| > 3.5 μ (1 + e) v_n): runs it, checks the
+/// rebound tangential velocity and spin against [`sliding_rebound`] within 3 % (`what` labels
+/// the case) and returns the sphere's velocity and spin after, with the analytic (v_t', ω').
+#[allow(clippy::too_many_arguments)]
+fn sliding_case(
+    what: &str,
+    m: (&str, f64, f64, f64),
+    r: f64,
+    mu: f64,
+    e: f64,
+    vn: f64,
+    vt: f64,
+    w0: f64,
+) -> (V3, V3, f64, f64) {
+    assert!(
+        (vt - r * w0).abs() > 3.5 * mu * (1.0 + e) * vn,
+        "{what} is in gross sliding"
+    );
+    let (mut s, dt) = sphere_on_plane(m, r, mu, Some(e), [vt, 0.0, -vn], [0.0, w0, 0.0]);
+    impact_on_plane(&mut s, dt);
+    let (vt1, w1) = sliding_rebound(r, mu, e, vn, vt, w0);
+    let (v, w) = (s.ps.vel[0], s.ps.angvel[0]);
+    assert!(rel(v.x, vt1) < 0.03, "{what}: v_t' {} vs {vt1}", v.x);
+    assert!(rel(w.y, w1) < 0.03, "{what}: ω' {} vs {w1}", w.y);
+    (v, w, vt1, w1)
+}
+
 /// C&O test 4: oblique impact of an aluminium oxide sphere (R = 2.5 mm, μ = 0.092, e = 0.98)
 /// on a plane at 3.9 m/s and incidence angles 40°–80° (gross sliding: tan θ > 3.5 μ (1 + e)):
 /// rebound tangential velocity, spin, rebound angle and tangential restitution within 3 %.
@@ -206,14 +234,8 @@ fn test4_oblique_impact_constant_speed() {
     for deg in [40.0_f64, 50.0, 60.0, 70.0, 80.0] {
         let th = deg.to_radians();
         let (vn, vt) = (speed * th.cos(), speed * th.sin());
-        assert!(vt > 3.5 * mu * (1.0 + e) * vn, "{deg}° is in gross sliding");
-        let (mut s, dt) = sphere_on_plane(m, r, mu, Some(e), [vt, 0.0, -vn], [0.0; 3]);
-        impact_on_plane(&mut s, dt);
-        let (vt1, w1) = sliding_rebound(r, mu, e, vn, vt, 0.0);
-        let (v, w) = (s.ps.vel[0], s.ps.angvel[0]);
+        let (v, w, vt1, w1) = sliding_case(&format!("{deg}°"), m, r, mu, e, vn, vt, 0.0);
         assert!(rel(v.z, e * vn) < 0.01, "{deg}°: normal rebound {}", v.z);
-        assert!(rel(v.x, vt1) < 0.03, "{deg}°: v_t {} vs {vt1}", v.x);
-        assert!(rel(w.y, w1) < 0.03, "{deg}°: ω {} vs {w1}", w.y);
         // rebound angle of the contact point's velocity and the tangential restitution
         // (C&O's normalised variables: both in terms of the contact point)
         let (ang, ang_a) = ((v.x - r * w.y) / v.z, (vt1 - r * w1) / (e * vn));
@@ -236,13 +258,7 @@ fn test4_oblique_impact_constant_speed() {
 fn test6_impact_with_spin() {
     let (m, r, mu, e, vn) = (AL_ALLOY, 0.1, 0.4, 0.5, 0.2);
     for w0 in [5.0, 10.0, 20.0, 50.0, 100.0] {
-        assert!(r * w0 > 3.5 * mu * (1.0 + e) * vn);
-        let (mut s, dt) = sphere_on_plane(m, r, mu, Some(e), [0.0, 0.0, -vn], [0.0, w0, 0.0]);
-        impact_on_plane(&mut s, dt);
-        let (vt1, w1) = sliding_rebound(r, mu, e, vn, 0.0, w0);
-        let (v, w) = (s.ps.vel[0], s.ps.angvel[0]);
-        assert!(rel(v.x, vt1) < 0.03, "ω₀ {w0}: v_t {} vs {vt1}", v.x);
-        assert!(rel(w.y, w1) < 0.03, "ω₀ {w0}: ω {} vs {w1}", w.y);
+        sliding_case(&format!("ω₀ {w0}"), m, r, mu, e, vn, 0.0, w0);
     }
 }
 
@@ -253,14 +269,8 @@ fn test6_impact_with_spin() {
 fn test5_oblique_impact_constant_normal_speed() {
     let (m, r, mu, e, vn) = (AL_OXIDE, 0.0025, 0.092, 0.98, 5.0);
     for vt in [4.0, 6.0, 8.0, 12.0, 20.0] {
-        assert!(vt > 3.5 * mu * (1.0 + e) * vn);
-        let (mut s, dt) = sphere_on_plane(m, r, mu, Some(e), [vt, 0.0, -vn], [0.0; 3]);
-        impact_on_plane(&mut s, dt);
-        let (vt1, w1) = sliding_rebound(r, mu, e, vn, vt, 0.0);
-        let (v, w) = (s.ps.vel[0], s.ps.angvel[0]);
+        let (v, _, _, _) = sliding_case(&format!("v_t {vt}"), m, r, mu, e, vn, vt, 0.0);
         assert!(rel(v.z, e * vn) < 0.01, "v_t {vt}: normal rebound {}", v.z);
-        assert!(rel(v.x, vt1) < 0.03, "v_t {vt}: v_t' {} vs {vt1}", v.x);
-        assert!(rel(w.y, w1) < 0.03, "v_t {vt}: ω' {} vs {w1}", w.y);
     }
 }
 
