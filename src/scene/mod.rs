@@ -354,6 +354,10 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
             crate::material::Rolling {
                 mu_r: r.mu_r,
                 mu_t: r.mu_t,
+                model: match r.model {
+                    RollModelSpec::Cdt => crate::contact::law::rolling::RollModel::ConstantTorque,
+                    RollModelSpec::Epsd2 => crate::contact::law::rolling::RollModel::Epsd,
+                },
             }
         }
     };

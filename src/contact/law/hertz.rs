@@ -78,6 +78,12 @@ impl FrictLaw for HertzMindlin {
         let xi = select3(slip && s_t > 0.0, ft / s_t, xi);
         (n * f_n + ft, xi)
     }
+
+    /// Mindlin S_T = 8 G* √(R* δ), stored as ks √δ.
+    #[inline(always)]
+    fn tangential_stiffness(&self, p: &FrictPhys, u_n: f64) -> f64 {
+        p.ks * (-u_n).max(0.0).sqrt()
+    }
 }
 
 /// Restitution of a normal Hertzian impact with the dashpot γ_N = α √(kn m*) δ^{1/4}: the

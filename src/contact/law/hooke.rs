@@ -74,6 +74,12 @@ impl FrictLaw for Hooke {
         let xi = select3(slip, xi_slip, xi);
         (n * f_n + ft, xi)
     }
+
+    /// LAMMPS kt.
+    #[inline(always)]
+    fn tangential_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
+        p.ks
+    }
 }
 
 #[cfg(test)]

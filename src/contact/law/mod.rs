@@ -50,6 +50,10 @@ pub trait FrictLaw {
         dt: f64,
     ) -> (V3, V3);
 
+    /// The tangential stiffness k_T [N/m] of a contact with pair constants `p` at normal
+    /// displacement `u_n`: the rolling spring of the EPSD model is k_T R_eff² (`rolling.rs`).
+    fn tangential_stiffness(&self, p: &FrictPhys, u_n: f64) -> f64;
+
     /// [`Self::step`] on a pair's stored history `st` (shear vector and normal updated in
     /// place): the force on particle 1. The scalar callers' form (walls, tests).
     #[inline(always)]
