@@ -333,7 +333,7 @@ fn replicated_scene_is_bitwise_identical_on_1_2_4_ranks() {
     assert_all_identical(&runs);
 }
 
-/// `SETTLE` with the Hertz–Mindlin law (restitution 0.5) instead of the linear one, and
+/// `SETTLE` with the Hertz–Mindlin law (restitution 0.5, DMT adhesion) instead of the linear one, and
 /// rolling and twisting resistance of the EPSD model (its moment histories travel with
 /// migrating particles and checkpoints; the constant-torque model runs the same kernel minus
 /// the history).
@@ -345,7 +345,7 @@ fn settle_hertz() -> String {
         )
         .replace(
         r#"Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0)"#,
-        r#"Hertz(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0, restitution: 0.5)"#,
+        r#"Hertz(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0, restitution: 0.5, surface_energy: 1e-3)"#,
     )
 }
 

@@ -299,7 +299,8 @@ fn kernel<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt
         };
         let twist = n.dot(&(w1 + w2));
         let n_old = b.n_old.get(q);
-        let (f, fs) = law.step(&p, b.fs.get(q), n_old, n, u_n, v12, twist, dt);
+        let r_eff = r1 * r2 / (r1 + r2);
+        let (f, fs) = law.step(&p, b.fs.get(q), n_old, n, u_n, v12, twist, dt, r_eff);
         // Torques: T1 += d1 n × F, T2 += d2 n × F (digest A6, erratum A13 row 5).
         let nxf = n.cross(&f);
         b.u_n[q] = u_n;
@@ -308,7 +309,6 @@ fn kernel<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt
         b.f.set(q, f);
         let (mut t1, mut t2) = (nxf * r1, nxf * r2);
         // rolling and twisting resistance (contact/law/rolling.rs), R_eff = r1 r2/(r1 + r2)
-        let r_eff = r1 * r2 / (r1 + r2);
         if ROLL == ROLL_CDT {
             let m = roll.moment(n, f, w1, w2, r_eff);
             t1 += m;
@@ -713,7 +713,10 @@ mod tests {
     fn kernels_agree_bitwise_and_match_the_scalar_law() {
         use super::super::law::{hertz, hooke, linear};
         kernels_match(&linear::CundallStrack);
-        kernels_match(&hertz::HertzMindlin);
+        kernels_match(&hertz::HertzMindlin::default());
+        kernels_match(&hertz::HertzMindlin {
+            surface_energy: 0.3,
+        });
         for total in [false, true] {
             kernels_match(&hooke::Hooke::new(30.0, 10.0, total));
         }
@@ -784,6 +787,7 @@ mod tests {
                     v12,
                     n.dot(&(w1 + w2)),
                     dt,
+                    b0.r1[q] * b0.r2[q] / (b0.r1[q] + b0.r2[q]),
                 );
                 assert_eq!(f, g.f.get(q));
                 assert_eq!(fs, g.fs_new.get(q));

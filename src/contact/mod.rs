@@ -13,7 +13,6 @@ use crate::material::MixTable;
 use crate::particles::Particles;
 use crate::V3;
 use law::cpm::{self, CpmMat, CpmPhys, CpmState};
-use law::hertz::HertzMindlin;
 use law::linear::CundallStrack;
 use law::{FrictLaw, FrictLawKind};
 use rayon::prelude::*;
@@ -91,9 +90,7 @@ impl<'a> SphereLoop<'a> {
                 self.v
                     .run_frict(r, out, ps, mix, dt, kernel, &CundallStrack)
             }
-            FrictLawKind::HertzMindlin => {
-                self.v.run_frict(r, out, ps, mix, dt, kernel, &HertzMindlin)
-            }
+            FrictLawKind::HertzMindlin(h) => self.v.run_frict(r, out, ps, mix, dt, kernel, &h),
             FrictLawKind::Hooke(h) => self.v.run_frict(r, out, ps, mix, dt, kernel, &h),
         }
     }
@@ -505,15 +502,15 @@ pub fn wall_pair(
     let (phys, n_old) = (st.phys, st.n_old);
     let (f, k_t) = match mix.law() {
         FrictLawKind::CundallStrack => (
-            CundallStrack.apply(st, n, u_n, v12, twist, dt),
+            CundallStrack.apply(st, n, u_n, v12, twist, dt, r),
             CundallStrack.tangential_stiffness(&phys, u_n),
         ),
-        FrictLawKind::HertzMindlin => (
-            HertzMindlin.apply(st, n, u_n, v12, twist, dt),
-            HertzMindlin.tangential_stiffness(&phys, u_n),
+        FrictLawKind::HertzMindlin(h) => (
+            h.apply(st, n, u_n, v12, twist, dt, r),
+            h.tangential_stiffness(&phys, u_n),
         ),
         FrictLawKind::Hooke(h) => (
-            h.apply(st, n, u_n, v12, twist, dt),
+            h.apply(st, n, u_n, v12, twist, dt, r),
             h.tangential_stiffness(&phys, u_n),
         ),
     };

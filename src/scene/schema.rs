@@ -283,6 +283,9 @@ pub struct HertzSpec {
     /// Normal restitution coefficient (default: none = elastic).
     #[serde(default)]
     pub restitution: Option<f64>,
+    /// Surface energy γ [J/m²] of the DMT adhesion (default 0: none; Woo's `gamma`).
+    #[serde(default)]
+    pub surface_energy: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -31,6 +31,7 @@ impl FrictLaw for CundallStrack {
         v12: V3,
         twist: f64,
         dt: f64,
+        _r_eff: f64,
     ) -> (V3, V3) {
         let vn = n.dot(&v12);
         let vt = v12 - n * vn;
@@ -58,7 +59,7 @@ mod tests {
     use super::*;
 
     fn cundall_strack(st: &mut FrictState, n: V3, u_n: f64, v12: V3, twist: f64, dt: f64) -> V3 {
-        CundallStrack.apply(st, n, u_n, v12, twist, dt)
+        CundallStrack.apply(st, n, u_n, v12, twist, dt, 1.0)
     }
 
     fn state(tan_phi: f64) -> FrictState {
