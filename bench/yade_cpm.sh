@@ -88,8 +88,9 @@ PY
 best_yade="" best_dem="" y_stress="" d_stress=""
 for _ in $(seq "$REPEATS"); do
     line=$(cd "$work" && "$YADE" -n -j1 -x yade_uniax.py 2>/dev/null | grep YADE_RESULT)
-    t=$(sed 's/.*loop_s=\([^ ]*\).*/\1/' <<<"$line")
-    y_stress=$(sed 's/.*stress=\([^ ]*\).*/\1/' <<<"$line")
+    # "YADE_RESULT n=.. steps=.. loop_s=T stress=S strain=.."
+    t=$(awk '{for (k = 1; k <= NF; k++) if ($k ~ /^loop_s=/) print substr($k, 8)}' <<<"$line")
+    y_stress=$(awk '{for (k = 1; k <= NF; k++) if ($k ~ /^stress=/) print substr($k, 8)}' <<<"$line")
     if [ -z "$best_yade" ] || python3 -c "import sys; sys.exit(0 if $t < $best_yade else 1)"; then best_yade=$t; fi
     "$bin" -q --threads 1 --out "$work/demhpc" "$work/demhpc.ron" >/dev/null
     d=$(python3 -c "import json; print(json.load(open('$work/demhpc/timing.json'))['wall_s'])")

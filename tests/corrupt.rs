@@ -391,8 +391,8 @@ fn the_checksums_verify_with_h5py() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(
         text.lines().filter(|l| l.starts_with("ok ")).count(),
-        32, // 30 datasets (index/ and particles/tag included), the root attributes, the
-        // integrity block
+        34, // 32 datasets (index/, particles/tag and the rolling histories included), the
+        // root attributes, the integrity block
         "{text}"
     );
     let bad = tmp.0.join("bad.h5");
