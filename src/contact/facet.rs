@@ -14,9 +14,11 @@
 //!    topology, so unwelded STL triangles need no vertex matching;
 //! 3. **history across triangles**: a contact kept this step that was not in contact the step
 //!    before takes the shear history of a pair of its group that was in contact and is not
-//!    any more (the one whose last normal is closest), so a sphere rolling or sliding over a
-//!    seam keeps its shear spring (LIGGGHTS copies the history to the neighbour triangle the
-//!    same way);
+//!    any more — on the same smooth surface: last normal within 30° of the new one and contact
+//!    points less than a radius apart (the one whose normal is closest) — so a sphere rolling
+//!    or sliding over a seam or a bend keeps its shear spring (LIGGGHTS copies the history to
+//!    the neighbour triangle the same way), while a sphere leaving one wall of a corner for the
+//!    other starts afresh, as with plane walls;
 //! 4. the frictional law of the scene on the stored history (`FrictLaw::apply`, as plane
 //!    walls; the mesh is particle 1, mixed as a wall: `wall_phys`), with the wall velocity
 //!    of the contact point v + ω × (q − centre) and the mesh's spin in the twist and rolling
@@ -57,6 +59,9 @@ pub struct Hit {
 /// Contact points within this fraction of the sphere's radius coincide (and an edge/vertex
 /// contact this close to a face contact's plane lies in it).
 const SAME_POINT: f64 = 1e-6;
+
+/// A history passes between contacts whose normals make less than 30° (cos 30°).
+const SAME_SURFACE_COS: f64 = 0.866_025_403_784_438_6;
 
 /// The facet groups of the wall pair list and the per-pair scratch.
 #[derive(Clone, Debug, Default)]
@@ -181,7 +186,7 @@ impl Group<'_> {
             };
         }
         self.one_contact_per_surface(meshes, n_walls, r);
-        self.carry_histories();
+        self.carry_histories(r);
         let m = meshes.mesh_of[self.tri[0] as usize - n_walls] as usize;
         for k in 0..self.hit.len() {
             let h = self.hit[k];
@@ -231,9 +236,10 @@ impl Group<'_> {
     }
 
     /// Step 3 of the module doc: a new contact inherits the history of a contact of the group
-    /// that ended this step (the one whose last normal is closest to the new normal); each
-    /// ended contact gives its history once.
-    fn carry_histories(&mut self) {
+    /// that ended this step on the same smooth surface (normals within 30°, contact points
+    /// within `r`; the one whose last normal is closest to the new normal); each ended contact
+    /// gives its history once.
+    fn carry_histories(&mut self, r: f64) {
         for k in 0..self.hit.len() {
             let h = self.hit[k];
             if !h.keep || h.was {
@@ -244,7 +250,8 @@ impl Group<'_> {
                 let dh = &self.hit[d];
                 if dh.was && !dh.keep && self.act[d] {
                     let c = self.st[d].n_old.dot(&h.n);
-                    if best.is_none_or(|(b, _)| c > b) {
+                    let near = (dh.q - h.q).norm_squared() < r * r;
+                    if near && c >= SAME_SURFACE_COS && best.is_none_or(|(b, _)| c > b) {
                         best = Some((c, d));
                     }
                 }
