@@ -747,6 +747,12 @@ impl Simulation {
         &self.reference
     }
 
+    /// Geometry of the facet pairs at the last step, aligned with [`Self::wall_pairs`] (entries
+    /// of plane-wall pairs are unused; empty without meshes).
+    pub fn facet_hits(&self) -> &[contact::facet::Hit] {
+        &self.facets.hit
+    }
+
     /// Wall positions at the last neighbour rebuild.
     pub fn wall_reference(&self) -> &[V3] {
         &self.wall_ref
