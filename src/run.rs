@@ -736,8 +736,8 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
     let limits = checkpoint::Limits {
         max_gid: scene.summary.n,
         n_materials: scene.materials.len(),
-        // mesh facets are wall contacts too (index n_walls + facet)
-        n_walls: scene.walls.len() + scene.meshes.iter().map(|m| m.body.len()).sum::<usize>(),
+        n_walls: scene.walls.len(),
+        n_facets: scene.meshes.iter().map(|m| m.body.len()).sum(),
     };
     let mut sim =
         Simulation::new_restart(scene, opts.mpi, opts.grid, (info.bbox_lo, info.bbox_hi))?;

@@ -119,6 +119,10 @@ struct EngineState {
     links_created: bool,
     n_links0: u64,
     strainer: Option<UniaxialStrainer>,
+    /// Time of the last neighbour rebuild, from which the Verlet bound of the meshes' motion
+    /// counts (scenes with meshes; absent in older files and scenes without: serde default).
+    #[serde(default)]
+    mesh_ref_time: Option<f64>,
 }
 
 #[derive(Clone)]
@@ -692,7 +696,6 @@ impl Simulation {
         }
         self.step = r.step;
         self.time = r.time;
-        self.meshes.set_time(r.time);
         for (w, (&p, &v)) in self
             .walls
             .iter_mut()
@@ -718,7 +721,14 @@ impl Simulation {
             self.wall_pairs.absorb(k, st);
         }
         self.check_conservation()?;
+        // the meshes at their pose of the last rebuild, as the spheres (the same candidates and
+        // Verlet bound as the uninterrupted run), then at the checkpoint's time
+        let mesh_ref = ron::from_str::<EngineState>(&r.engines)
+            .ok()
+            .and_then(|e| e.mesh_ref_time);
+        self.meshes.set_time(mesh_ref.unwrap_or(r.time));
         self.rebuild_structure(true);
+        self.meshes.set_time(r.time);
         for i in 0..n {
             let g = self.ps.gid[i];
             let k = current
@@ -765,13 +775,14 @@ impl Simulation {
 
     /// Engine and controller state as RON text, for checkpoints (empty: no CPM, no engines).
     pub fn engine_state(&self) -> String {
-        if self.cpm.is_none() && self.strainer.is_none() {
+        if self.cpm.is_none() && self.strainer.is_none() && self.meshes.is_empty() {
             return String::new();
         }
         let e = EngineState {
             links_created: self.cpm.as_ref().is_some_and(|c| c.links_created),
             n_links0: self.cpm.as_ref().map_or(0, |c| c.n_links0),
             strainer: self.strainer.clone(),
+            mesh_ref_time: (!self.meshes.is_empty()).then(|| self.meshes.ref_time()),
         };
         ron::to_string(&e).unwrap_or_default()
     }

@@ -252,6 +252,11 @@ impl MeshSet {
         self.vel[m].1
     }
 
+    /// Time of the last neighbour rebuild ([`Self::candidates`]).
+    pub fn ref_time(&self) -> f64 {
+        self.ref_time
+    }
+
     /// Largest displacement of any mesh point since the last rebuild (Verlet trigger).
     pub fn max_displacement(&self) -> f64 {
         self.meshes
