@@ -174,8 +174,22 @@ impl Group<'_> {
         let (c, r) = (ps.pos[i], ps.radius[i]);
         for (k, h) in self.hit.iter_mut().enumerate() {
             let t = self.tri[k] as usize - n_walls;
-            let v = &meshes.tri[t];
-            let (q, n, u_n, feature) = sphere_contact(c, r, v[0], v[1], v[2], meshes.normal[t]);
+            let (v, nf) = (&meshes.tri[t], meshes.normal[t]);
+            let ht = (c - v[0]).dot(&nf);
+            if ht.abs() > r {
+                // apart: the plane is nearer than the triangle (most candidates); the foot on
+                // the plane stands in for the contact point of a history donor
+                *h = Hit {
+                    q: c - nf * ht,
+                    n: if ht < 0.0 { -nf } else { nf },
+                    u_n: ht.abs() - r,
+                    feature: Feature::Face,
+                    keep: false,
+                    was: self.act[k],
+                };
+                continue;
+            }
+            let (q, n, u_n, feature) = sphere_contact(c, r, v[0], v[1], v[2], nf);
             *h = Hit {
                 q,
                 n,

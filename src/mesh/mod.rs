@@ -110,8 +110,9 @@ pub struct Mesh {
     /// `n_walls + first + k`).
     pub first: u32,
     pub motion: Motion,
-    /// The triangles at t = 0.
+    /// The triangles at t = 0, and their unit normals.
     pub body: Vec<[V3; 3]>,
+    body_normal: Vec<V3>,
     /// Torques are taken about this point at t = 0 (the rotation point, else the vertices'
     /// centroid), moving with the mesh.
     pub centre0: V3,
@@ -135,6 +136,10 @@ impl Mesh {
             .flatten()
             .map(|v| (v - centre0).norm())
             .fold(0.0, f64::max);
+        let body_normal = body
+            .iter()
+            .map(|t| geom::unit_normal(t[0], t[1], t[2]))
+            .collect();
         let grid = TriGrid::new(&body, cell);
         Mesh {
             name,
@@ -142,6 +147,7 @@ impl Mesh {
             first: 0,
             motion,
             body,
+            body_normal,
             centre0,
             reach,
             grid,
@@ -298,6 +304,12 @@ impl MeshSet {
                         }
                         stamp[t] = query;
                         let b = &mesh.body[k as usize];
+                        // the plane's distance bounds the triangle's from below: a cheap
+                        // rejection of most of them
+                        let h = (c0 - b[0]).dot(&mesh.body_normal[k as usize]);
+                        if h.abs() - rad >= skin {
+                            return;
+                        }
                         let (q, _) = geom::closest_point(c0, b[0], b[1], b[2]);
                         if (c0 - q).norm() - rad < skin {
                             out.push(Candidate {
@@ -314,6 +326,11 @@ impl MeshSet {
     }
 }
 
+/// Bounding box of a triangle.
+fn tri_box(t: &[V3; 3]) -> (V3, V3) {
+    (t[0].inf(&t[1]).inf(&t[2]), t[0].sup(&t[1]).sup(&t[2]))
+}
+
 /// Uniform grid of a mesh's triangles in its body frame (CSR: each cell lists the triangles
 /// whose bounding box meets it). Built once: spheres are taken into the body frame instead.
 #[derive(Clone, Debug, Default)]
@@ -326,43 +343,49 @@ struct TriGrid {
 }
 
 /// Most cells along one axis of a [`TriGrid`].
-const GRID_MAX_DIM: usize = 64;
+const GRID_MAX_DIM: usize = 128;
+/// Most (cell, triangle) entries of a [`TriGrid`] beyond 64 per triangle: larger cells then.
+const GRID_MAX_ENTRIES: usize = 4 << 20;
 
 impl TriGrid {
-    /// Cells of at least `cell` and at least the mean triangle size (few cells per
-    /// triangle), at most [`GRID_MAX_DIM`] per axis.
+    /// Cells of at least `cell` (the candidate reach), at most [`GRID_MAX_DIM`] per axis, and
+    /// larger while the triangles' bounding boxes would fill more than [`GRID_MAX_ENTRIES`]
+    /// plus 64 per triangle (cells as small as the reach keep the few triangles near a sphere
+    /// apart from the many that are not: a drum's cap triangles span its whole disc).
     fn new(tris: &[[V3; 3]], cell: f64) -> Self {
-        let bb = |t: &[V3; 3]| (t[0].inf(&t[1]).inf(&t[2]), t[0].sup(&t[1]).sup(&t[2]));
         let (mut lo, mut hi) = (V3::repeat(f64::INFINITY), V3::repeat(f64::NEG_INFINITY));
-        let mut mean = 0.0;
         for t in tris {
-            let (a, b) = bb(t);
+            let (a, b) = tri_box(t);
             lo = lo.inf(&a);
             hi = hi.sup(&b);
-            mean += (b - a).max();
         }
         if tris.is_empty() {
             return TriGrid::default();
         }
-        mean /= tris.len() as f64;
         let ext = (hi - lo).max();
-        let h = cell
-            .max(mean)
-            .max(ext / GRID_MAX_DIM as f64)
-            .max(f64::MIN_POSITIVE);
-        let dims: [usize; 3] =
-            std::array::from_fn(|a| (((hi[a] - lo[a]) / h).floor() as usize + 1).min(GRID_MAX_DIM));
-        let mut g = TriGrid {
-            lo,
-            h,
-            dims,
-            start: vec![0; dims[0] * dims[1] * dims[2] + 1],
-            items: Vec::new(),
+        let mut h = cell.max(ext / GRID_MAX_DIM as f64).max(f64::MIN_POSITIVE);
+        let limit = GRID_MAX_ENTRIES + 64 * tris.len();
+        let mut g = loop {
+            let dims: [usize; 3] = std::array::from_fn(|a| {
+                (((hi[a] - lo[a]) / h).floor() as usize + 1).min(GRID_MAX_DIM)
+            });
+            let g = TriGrid {
+                lo,
+                h,
+                dims,
+                start: vec![0; dims[0] * dims[1] * dims[2] + 1],
+                items: Vec::new(),
+            };
+            let entries: usize = tris.iter().map(|t| g.n_cells(tri_box(t))).sum();
+            if entries <= limit {
+                break g;
+            }
+            h *= 1.5;
         };
         // two passes: count, then fill (CSR)
         let shape = g.clone();
         for t in tris {
-            let (a, b) = bb(t);
+            let (a, b) = tri_box(t);
             shape.for_cells(a, b, |c| g.start[c + 1] += 1);
         }
         for c in 0..g.start.len() - 1 {
@@ -371,7 +394,7 @@ impl TriGrid {
         g.items = vec![0; g.start[g.start.len() - 1] as usize];
         let mut fill = g.start.clone();
         for (k, t) in tris.iter().enumerate() {
-            let (a, b) = bb(t);
+            let (a, b) = tri_box(t);
             shape.for_cells(a, b, |c| {
                 g.items[fill[c] as usize] = k as u32;
                 fill[c] += 1;
@@ -391,6 +414,12 @@ impl TriGrid {
             r[a] = (x0.max(0.0).floor().min(top) as usize)..=(x1.floor().min(top) as usize);
         }
         Some(r)
+    }
+
+    /// Number of cells the box (lo, hi) meets.
+    fn n_cells(&self, (lo, hi): (V3, V3)) -> usize {
+        self.cell_range(lo, hi)
+            .map_or(0, |r| r.iter().map(|a| a.clone().count()).product())
     }
 
     fn for_cells(&self, lo: V3, hi: V3, mut f: impl FnMut(usize)) {
