@@ -422,3 +422,95 @@ fn rotating_drum_wall_speed() {
         "torque {t:?} vs {expect:?}"
     );
 }
+
+/// A mesh 1000 times larger than the spheres' bounding box (an STL in mm read as m) is run,
+/// with a warning naming `scale` at the mesh's place in the scene.
+#[test]
+fn huge_mesh_warns_of_units() {
+    let d = Dir::new("units");
+    d.stl("floor_mm.stl", &box_triangles(100.0, 50.0)); // a 100 mm box, meant in mm
+    std::fs::write(
+        d.0.join("t.ron"),
+        format!(
+            r#"Scene({},
+    meshes: [Mesh(file: "floor_mm.stl", material: "m")],
+    spheres: [Sphere(pos: (0.05, 0.05, 0.02), radius: {R}, material: "m")],
+    dt: Fixed(1e-5), run: Steps(1))"#,
+            mat()
+        ),
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_demhpc"))
+        .args(["check", "t.ron"])
+        .current_dir(&d.0)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{err}");
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("t.ron:2:") && err.contains("meshes[0].scale"),
+        "{err}"
+    );
+    assert!(err.contains("unit mistake"), "{err}");
+}
+
+/// One step of a sphere (no gravity, at rest) pressed by δ = 1e-4 r onto a convex feature: the
+/// apex shared by the six triangles of a pyramid, or the ridge shared by the two faces of a
+/// roof (slopes 30°). Each is one contact (the vertex or edge contacts of the triangles at the
+/// same point merged), pushing along (c − q) with the plane wall's force for the same overlap
+/// (to 1e-12 relative).
+#[test]
+fn vertex_and_edge_contacts_count_once() {
+    let d = Dir::new("apex");
+    let s = 30f64.to_radians().tan();
+    let fan: Vec<[V3; 3]> = (0..6)
+        .map(|k| {
+            let a = |k: usize| {
+                let t = PI / 3.0 * k as f64;
+                p(t.cos(), t.sin(), -s)
+            };
+            [p(0.0, 0.0, 0.0), a(k), a(k + 1)]
+        })
+        .collect();
+    d.stl("apex.stl", &fan);
+    d.stl(
+        "roof.stl",
+        &[
+            [p(-1.0, -1.0, -s), p(0.0, -1.0, 0.0), p(0.0, 1.0, 0.0)],
+            [p(-1.0, -1.0, -s), p(0.0, 1.0, 0.0), p(-1.0, 1.0, -s)],
+            [p(0.0, -1.0, 0.0), p(1.0, -1.0, -s), p(1.0, 1.0, -s)],
+            [p(0.0, -1.0, 0.0), p(1.0, 1.0, -s), p(0.0, 1.0, 0.0)],
+        ],
+    );
+    let one = |bounds: &str| {
+        let mut sim = d.sim(&format!(
+            r#"Scene({}, {bounds},
+            spheres: [Sphere(pos: (0.0, 0.0, {:e}), radius: {R}, material: "m")],
+            dt: Fixed(1e-6), run: Steps(1),
+            domain: Domain(lo: (-1.0, -1.0, -1.0), hi: (1.0, 1.0, 1.0)))"#,
+            mat(),
+            R * (1.0 - 1e-4)
+        ));
+        sim.step().unwrap();
+        let n = sim.wall_pairs.active.iter().filter(|&&a| a).count();
+        let f = sim.stats();
+        let f = match f.mesh_force.first() {
+            Some(m) => m.0,
+            None => f.wall_force[0],
+        };
+        (n, f)
+    };
+    let (_, plane) =
+        one(r#"walls: [Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "m")]"#);
+    for file in ["apex.stl", "roof.stl"] {
+        let (n, f) = one(&format!(r#"meshes: [Mesh(file: "{file}", material: "m")]"#));
+        eprintln!("{file}: {n} contact(s), force {f:?} (plane {plane:?})");
+        assert_eq!(n, 1, "{file}: contacts");
+        assert!(
+            (f - plane).norm() <= 1e-12 * plane.norm(),
+            "{file}: {f:?} vs {plane:?}"
+        );
+    }
+}
