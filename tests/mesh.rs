@@ -126,13 +126,17 @@ fn incline_slides_above_friction_angle() {
 /// Sphere sliding then rolling along x over z = 0, starting at the static overlap with
 /// 0.1 m/s and no spin: `floor` is either a plane wall or a mesh.
 fn roller(d: &Dir, floor: &str, y0: f64) -> Simulation {
+    roller_with(d, &mat(), floor, y0)
+}
+
+/// [`roller`] with other materials (and options) than [`mat`].
+fn roller_with(d: &Dir, mat: &str, floor: &str, y0: f64) -> Simulation {
     let delta = mass() * G / (E * R);
     d.sim(&format!(
-        r#"Scene({}, {floor},
+        r#"Scene({mat}, {floor},
         spheres: [Sphere(pos: (-2e-4, {y0:e}, {:e}), radius: {R}, material: "m", vel: (0.1, 0.0, 0.0))],
         gravity: (0.0, 0.0, -{G}), dt: Fixed(1e-5), run: Steps(1),
         domain: Domain(lo: (-1.0, -1.0, -1.0), hi: (1.0, 1.0, 1.0)))"#,
-        mat(),
         R - delta
     ))
 }
@@ -149,7 +153,8 @@ fn vdiff(a: V3, b: V3, scale: f64) -> f64 {
 /// A sphere crossing the diagonal seam of a square of two coplanar triangles (while it still
 /// slides, so the shear spring carries the Coulomb force across the seam) moves as on one
 /// plane wall: positions, velocities and spins within 1e-9 relative at every one of 3000
-/// steps, one contact at a time.
+/// steps, one contact at a time — with each frictional law (Cundall–Strack, Hertz–Mindlin,
+/// LAMMPS Hooke) and with rolling resistance.
 #[test]
 fn seam_of_coplanar_triangles_is_invisible() {
     let d = Dir::new("seam");
@@ -160,32 +165,52 @@ fn seam_of_coplanar_triangles_is_invisible() {
             [p(-1.0, -1.0, 0.0), p(1.0, 1.0, 0.0), p(-1.0, 1.0, 0.0)],
         ],
     );
-    let mut a = roller(
-        &d,
-        r#"walls: [Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "m")]"#,
-        0.0,
-    );
-    let mut b = roller(
-        &d,
-        r#"meshes: [Mesh(file: "square.stl", material: "m")]"#,
-        0.0,
-    );
-    let mut worst = [0.0f64; 3];
-    let mut crossed = false;
-    for _ in 0..3000 {
-        a.step().unwrap();
-        b.step().unwrap();
-        worst[0] = worst[0].max(vdiff(a.ps.pos[0], b.ps.pos[0], R));
-        worst[1] = worst[1].max(vdiff(a.ps.vel[0], b.ps.vel[0], 0.1));
-        worst[2] = worst[2].max(vdiff(a.ps.angvel[0], b.ps.angvel[0], 0.1 / R));
-        let active = b.wall_pairs.active.iter().filter(|&&x| x).count();
-        assert_eq!(active, 1, "contacts with the square");
-        crossed |= b.ps.pos[0].x > b.ps.pos[0].y + 1e-4;
+    let laws = [
+        ("Cundall-Strack", mat()),
+        (
+            "Hertz-Mindlin",
+            format!(
+                r#"materials: [Hertz(name: "m", young: {E:e}, poisson: 0.3, friction_angle: {PHI}, density: {RHO}, restitution: 0.5)]"#
+            ),
+        ),
+        (
+            "Hooke",
+            format!(
+                r#"materials: [Hooke(name: "m", kn: 1e5, kt: 2.5e4, gamma_n: 100.0, gamma_t: 50.0, xmu: 0.5, density: {RHO}, coulomb: Total)]"#
+            ),
+        ),
+        (
+            "rolling",
+            format!("{}, rolling: (mu_r: 0.1, mu_t: 0.05)", mat()),
+        ),
+    ];
+    for (law, m) in laws {
+        let wall =
+            r#"walls: [Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "m")]"#;
+        let mut a = roller_with(&d, &m, wall, 0.0);
+        let mut b = roller_with(
+            &d,
+            &m,
+            r#"meshes: [Mesh(file: "square.stl", material: "m")]"#,
+            0.0,
+        );
+        let mut worst = [0.0f64; 3];
+        let mut crossed = false;
+        for _ in 0..3000 {
+            a.step().unwrap();
+            b.step().unwrap();
+            worst[0] = worst[0].max(vdiff(a.ps.pos[0], b.ps.pos[0], R));
+            worst[1] = worst[1].max(vdiff(a.ps.vel[0], b.ps.vel[0], 0.1));
+            worst[2] = worst[2].max(vdiff(a.ps.angvel[0], b.ps.angvel[0], 0.1 / R));
+            let active = b.wall_pairs.active.iter().filter(|&&x| x).count();
+            assert!(active <= 1, "{law}: {active} contacts with the square");
+            crossed |= b.ps.pos[0].x > b.ps.pos[0].y + 1e-4;
+        }
+        eprintln!("seam, {law}: worst relative differences pos/vel/spin {worst:?}");
+        assert!(crossed, "{law}: the sphere crossed the seam");
+        assert!(a.ps.angvel[0].norm() > 0.0, "{law}: it spins");
+        assert!(worst.iter().all(|&w| w <= 1e-9), "{law}: {worst:?}");
     }
-    eprintln!("seam: worst relative differences pos/vel/spin {worst:?}");
-    assert!(crossed, "the sphere crossed the seam");
-    assert!(a.ps.angvel[0].norm() > 0.0, "it spins");
-    assert!(worst.iter().all(|&w| w <= 1e-9), "{worst:?}");
 }
 
 /// Over a convex bend of 5° (z = 0 for x < 0, z = −x tan 5° beyond) a rolling sphere feels one
