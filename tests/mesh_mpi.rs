@@ -98,6 +98,7 @@ fn drum_is_bitwise_identical_on_1_to_4_ranks() {
         "drum force and torque: {last}"
     );
     assert!(s0.ncontacts.iter().any(|&c| c > 0));
+    check_mesh_snapshot(&tmp.0.join("r3"), 2000);
     for (r, (s, c)) in ends.iter().enumerate().skip(1) {
         eprintln!("{} ranks: hash {:016x}", r + 1, hash(s));
         assert_eq!(
@@ -138,4 +139,45 @@ fn drum_restart_mid_rotation_is_bitwise() {
             .collect()
     };
     assert_eq!(rows(&ca), rows(&cb), "series rows differ");
+}
+
+/// The snapshot of `step` (written by 3 ranks: rank 0 the mesh rows) holds the drum's 192
+/// triangles at their pose of that time — vertex 0 of triangle 0 is the rim point at
+/// −π/2 + π/48 turned by ω t = 3 · 2000 · 7e-6 rad about y (to 1e-15 m) — and snapshots.xmf
+/// lists them as a Triangle grid beside the spheres.
+fn check_mesh_snapshot(out: &Path, step: u64) {
+    let f = hdf5::File::open(out.join(format!("snapshots/snap_{step:09}.h5"))).unwrap();
+    let v = f.dataset("mesh_vertices").unwrap();
+    assert_eq!(v.shape(), [3 * 192, 3]);
+    let v = v.read_raw::<f64>().unwrap();
+    let cells = f
+        .dataset("mesh_triangles")
+        .unwrap()
+        .read_raw::<u32>()
+        .unwrap();
+    assert_eq!(cells, (0..3 * 192).collect::<Vec<u32>>());
+    let id = f.dataset("mesh_id").unwrap().read_raw::<u32>().unwrap();
+    assert!(id.len() == 192 && id.iter().all(|&k| k == 0));
+    let t0 = -PI / 2.0 + PI / 48.0;
+    let th = 3.0 * step as f64 * 7e-6; // right-handed about y: z → x
+    let (x, z) = (0.03 * t0.cos(), 0.03 * t0.sin());
+    let want = [
+        x * th.cos() + z * th.sin(),
+        -0.01,
+        -x * th.sin() + z * th.cos(),
+    ];
+    for k in 0..3 {
+        assert!(
+            (v[k] - want[k]).abs() < 1e-15,
+            "vertex 0: {:?} vs {want:?}",
+            &v[..3]
+        );
+    }
+    let xmf = std::fs::read_to_string(out.join("snapshots.xmf")).unwrap();
+    let grid = format!("snap_{step:09}.h5:/mesh_triangles");
+    assert!(
+        xmf.contains("TopologyType=\"Triangle\" NumberOfElements=\"192\""),
+        "{xmf}"
+    );
+    assert_eq!(xmf.matches(&grid).count(), 1, "{xmf}");
 }
