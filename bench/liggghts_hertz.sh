@@ -6,6 +6,7 @@
 #   N=64000 STEPS=4000 bench/liggghts_hertz.sh
 #   CASES=chute CHUTE_STEPS=2000 bench/liggghts_hertz.sh
 #   REPEATS=3 bench/liggghts_hertz.sh       # best of 3 for each code
+#   ROLLING=epsd2 bench/liggghts_hertz.sh   # the elastic-plastic rolling model (default cdt)
 #
 # LIGGGHTS: bench/liggghts/in.settle_hertz and in.chute_hertz (pair gran model hertz
 # tangential history rolling_friction cdt) on gen_settle.py's data file and
@@ -22,6 +23,12 @@ STEPS="${STEPS:-20000}"
 REPEATS="${REPEATS:-1}"
 CASES="${CASES:-settle chute}"
 CHUTE_STEPS="${CHUTE_STEPS:-1000}"
+ROLLING="${ROLLING:-cdt}"
+case "$ROLLING" in
+    cdt) model=Cdt ;;
+    epsd2) model=Epsd2 ;;
+    *) echo "ROLLING=$ROLLING: cdt or epsd2" >&2; exit 2 ;;
+esac
 LIGGGHTS="${LIGGGHTS:-liggghts}"
 work="${BENCH_WORK:-$root/bench/work}/liggghts_hertz"
 mkdir -p "$work"
@@ -33,7 +40,13 @@ scene="$work/settle_hertz.ron"
 sed -e "s/counts: (20, 20, 20)/counts: ($side, $side, $side)/" \
     -e "s/0\\.048/$(python3 -c "print($side * 2.4e-3)")/g" \
     -e "s/hi: (0\\.050, 0\\.050, 0\\.1)/hi: ($(python3 -c "print($side * 2.4e-3 + 2e-3)"), $(python3 -c "print($side * 2.4e-3 + 2e-3)"), $(python3 -c "print($side * 2.4e-3 * 2.1)"))/" \
+    -e "s/rolling: (mu_r: 0\.1)/rolling: (mu_r: 0.1, model: $model)/" \
     "$root/scenes/settle_hertz.ron" > "$scene"
+# the LIGGGHTS inputs with the chosen rolling model
+for f in settle_hertz chute_hertz; do
+    sed "s/rolling_friction cdt/rolling_friction $ROLLING/" "$root/bench/liggghts/in.$f" \
+        > "$work/in.$f"
+done
 
 # one case: LIGGGHTS input, its data file, demhpc scene, atoms, steps, kinetic energy column
 # of LIGGGHTS' thermo (translational + rotational)
@@ -51,11 +64,11 @@ run_case() {
         ke_dem=$(tail -1 "$work/demhpc_$name/series.csv" | awk -F, '{print $4 + $5}')
         if [ -z "$best_dem" ] || python3 -c "import sys; sys.exit(0 if $d < $best_dem else 1)"; then best_dem=$d; fi
     done
-    python3 - "$name" "$n" "$steps" "$best_lig" "$best_dem" "$ke_lig" "$ke_dem" <<'PY'
+    python3 - "$name" "$n" "$steps" "$best_lig" "$best_dem" "$ke_lig" "$ke_dem" "$ROLLING" <<'PY'
 import sys
 name = sys.argv[1]
-n, steps, tl, td, kl, kd = int(sys.argv[2]), int(sys.argv[3]), *map(float, sys.argv[4:])
-print(f"liggghts {name}_hertz N={n} steps={steps} loop_s={tl:.3f} psps={n*steps/tl:.3e} ke_J={kl:.6e}")
+n, steps, tl, td, kl, kd = int(sys.argv[2]), int(sys.argv[3]), *map(float, sys.argv[4:8])
+print(f"liggghts {name}_hertz ({sys.argv[8]}) N={n} steps={steps} loop_s={tl:.3f} psps={n*steps/tl:.3e} ke_J={kl:.6e}")
 print(f"demhpc   {name}_hertz N={n} steps={steps} loop_s={td:.3f} psps={n*steps/td:.3e} ke_J={kd:.6e}")
 print(f"ratio demhpc/liggghts per core ({name}): {tl/td:.2f}")
 PY
@@ -63,11 +76,12 @@ PY
 
 for c in $CASES; do
     case "$c" in
-        settle) run_case settle "$root/bench/liggghts/in.settle_hertz" "settle_$N.data" "$scene" "$N" "$STEPS" ;;
+        settle) run_case settle "$work/in.settle_hertz" "settle_$N.data" "$scene" "$N" "$STEPS" ;;
         chute)
-            sed "s|\.\./bench/data/data.chute|$root/bench/data/data.chute|" \
+            sed -e "s|\.\./bench/data/data.chute|$root/bench/data/data.chute|" \
+                -e "s/rolling: (mu_r: 0\.1)/rolling: (mu_r: 0.1, model: $model)/" \
                 "$root/scenes/chute_hertz.ron" > "$work/chute_hertz.ron"
-            run_case chute "$root/bench/liggghts/in.chute_hertz" "$root/bench/data/data.chute" \
+            run_case chute "$work/in.chute_hertz" "$root/bench/data/data.chute" \
                 "$work/chute_hertz.ron" 32000 "$CHUTE_STEPS" ;;
         *) echo "unknown case $c (settle, chute)" >&2; exit 2 ;;
     esac

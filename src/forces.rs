@@ -762,7 +762,7 @@ mod tests {
     fn pair_list(n_owned: usize, n_lead: usize, n: usize, seed: u64) -> PairList {
         let mut rng = Lcg::at(seed, 0);
         let mut u = move || rng.uniform();
-        let mut pairs = PairList::for_law(false);
+        let mut pairs = PairList::for_law(false, false);
         for (g, len) in [(true, n_lead), (false, n - n_lead)] {
             let mut s: Vec<usize> = (0..len).map(|_| (u() * n_owned as f64) as usize).collect();
             s.sort_unstable();

@@ -58,6 +58,9 @@ pub struct HertzMat {
     pub density: f64,
     /// Normal coefficient of restitution e ∈ (0, 1]; `None` = elastic (no damping).
     pub restitution: Option<f64>,
+    /// Surface energy γ [J/m²] of the DMT adhesion (0: none; `contact/law/hertz.rs`); the same
+    /// for every `Hertz` material of a scene.
+    pub surface_energy: f64,
 }
 
 /// A named CPM material (the parameters, with their defaults, are [`CpmMat`]).
@@ -122,7 +125,9 @@ impl Material {
     pub fn frict_law(&self) -> Option<FrictLawKind> {
         match self {
             Material::Frict(_) => Some(FrictLawKind::CundallStrack),
-            Material::Hertz(_) => Some(FrictLawKind::HertzMindlin),
+            Material::Hertz(m) => Some(FrictLawKind::HertzMindlin(hertz::HertzMindlin {
+                surface_energy: m.surface_energy,
+            })),
             Material::Hooke(m) => Some(FrictLawKind::Hooke(hooke::Hooke::new(
                 m.gamma_n,
                 m.gamma_t,
@@ -469,6 +474,7 @@ mod tests {
                 friction_angle: 0.3,
                 density: 2000.0,
                 restitution: Some(0.5),
+                surface_energy: 0.0,
             })
         };
         let (a, b) = (h(7e10, 0.33), h(1e30, 0.25));

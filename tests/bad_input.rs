@@ -157,6 +157,12 @@ bad!(negative_young, At::Scene, 7, "materials[0].young");
 bad!(mixed_laws, At::Scene, 4, "cannot be mixed");
 bad!(hooke_pair_style, At::Scene, 6, "pair_style");
 bad!(hertz_poisson, At::Scene, 5, "Poisson's ratio");
+bad!(
+    hertz_surface_energy,
+    At::Scene,
+    8,
+    "must share surface_energy"
+);
 bad!(friction_angle, At::Scene, 9, "materials[0].friction_angle");
 bad!(restitution, At::Scene, 11, "materials[0].restitution");
 // CPM materials (issue 20: Yade names as aliases, friction as an angle or a tangent).

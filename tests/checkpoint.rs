@@ -449,7 +449,7 @@ fn info_and_h5dump_describe_a_checkpoint() {
     ok(&o, "info");
     let text = String::from_utf8_lossy(&o.stdout);
     for want in [
-        "demhpc-checkpoint version 3",
+        "demhpc-checkpoint version 4",
         "on 2 rank(s)",
         "step            300",
         "particles       512",
@@ -474,7 +474,7 @@ fn info_and_h5dump_describe_a_checkpoint() {
     let d = String::from_utf8_lossy(&dump.stdout);
     assert!(dump.status.success(), "{d}");
     assert!(d.contains("DATASPACE  SIMPLE { ( 512 ) / ( 512 ) }"), "{d}");
-    assert!(d.contains("(0): 3"), "format_version 3: {d}");
+    assert!(d.contains("(0): 4"), "format_version 4: {d}");
     assert!(
         d.contains("ATTRIBUTE \"crc32c\""),
         "checksum attribute: {d}"
@@ -641,7 +641,7 @@ fn tags_survive_checkpoints_and_old_files_read_as_zero() {
             .unwrap()
             .read_scalar::<u64>()
             .unwrap(),
-        3
+        4
     );
     drop(h);
     restart(&tmp, &ck, 1, 40, "a");

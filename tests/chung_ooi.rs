@@ -312,3 +312,52 @@ fn test8_impact_of_different_materials() {
         s.ps.vel[b].x
     );
 }
+
+/// DMT adhesion (`Hertz(surface_energy: γ)`, contact/law/hertz.rs): a sphere on a floor rests
+/// at the overlap where kn δ^{3/2} = m g + 4π r γ; hung under a ceiling it stays stuck at
+/// kn δ^{3/2} = 4π r γ − m g while m g < 4π r γ, and falls off when m g exceeds it.
+#[test]
+fn dmt_adhesion_rest_overlaps_and_pull_off() {
+    let (r, rho, gamma) = (1e-3, 2500.0, 0.05);
+    let (e, nu) = (1e7, 0.25);
+    let m = mass(r, rho);
+    let f_adh = 4.0 * PI * r * gamma; // 6.3e-4 N; m g = 1.0e-4 N
+    let e_star = 1.0 / ((1.0 - nu * nu) / e + (1.0 - nu * nu) / 1e30);
+    let kn = 4.0 / 3.0 * e_star * r.sqrt();
+    // gravity `g_z` along z; the wall at z = 0 facing `side` (+1: a floor, −1: a ceiling, the
+    // sphere below it)
+    let run = |g_z: f64, side: f64| {
+        let mut s = sim(&format!(
+            r#"Scene(materials: [Hertz(name: "a", young: {e:e}, poisson: {nu}, friction_angle: 0.5, density: {rho:e}, restitution: 0.5, surface_energy: {gamma:e}),
+                                 Hertz(name: "w", young: 1e30, poisson: {nu}, friction_angle: 0.5, density: 1.0, surface_energy: {gamma:e})],
+            walls: [Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, {side:e}), material: "w")],
+            spheres: [Sphere(pos: (0.0, 0.0, {:e}), radius: {r:e}, material: "a")],
+            gravity: (0.0, 0.0, {g_z:e}), damping: 0.3, dt: Fixed(2e-6), run: Steps(1),
+            domain: Domain(lo: (-0.1, -0.1, -1.0), hi: (0.1, 0.1, 0.1)))"#,
+            side * (r - 1e-7)
+        ));
+        steps(&mut s, 50_000); // 0.1 s
+        s
+    };
+    let overlap = |s: &Simulation, side: f64| r - side * s.ps.pos[0].z;
+    // floor: kn δ^{3/2} = m g + F_a
+    let floor = run(-9.81, 1.0);
+    let want = ((m * 9.81 + f_adh) / kn).powf(2.0 / 3.0);
+    let got = overlap(&floor, 1.0);
+    assert!(rel(got, want) < 1e-6, "floor: δ {got}, predicted {want}");
+    // ceiling, m g < F_a: held at kn δ^{3/2} = F_a − m g
+    let held = run(-9.81, -1.0);
+    let want = ((f_adh - m * 9.81) / kn).powf(2.0 / 3.0);
+    let got = overlap(&held, -1.0);
+    assert!(rel(got, want) < 1e-6, "ceiling: δ {got}, predicted {want}");
+    // ceiling, m g = 1.5 F_a: pulled off (the contact ends, the sphere falls away)
+    let g_off = 1.5 * f_adh / m;
+    let off = run(-g_off, -1.0);
+    assert!(
+        overlap(&off, -1.0) < -0.1 * r,
+        "m g > F_a: still at overlap {}",
+        overlap(&off, -1.0)
+    );
+    // the regime tested: adhesion about 6 times the weight
+    assert!(f_adh > 6.0 * m * 9.81);
+}

@@ -126,7 +126,7 @@ fn tag_supports_and_undamped_gravity_are_rank_independent() {
 
 /// A CPM checkpoint written before the Yade-compatible defaults (format version 2, the test
 /// hook of `io/checkpoint.rs`) is refused on restart with exit 2 and a message saying why: its
-/// stored scene would resolve to other parameters now. A format-3 one restarts.
+/// stored scene would resolve to other parameters now. A current one restarts.
 #[test]
 fn cpm_checkpoint_of_format_2_is_refused() {
     let tmp = TempDir::new("cpm_v2");
@@ -154,7 +154,7 @@ fn cpm_checkpoint_of_format_2_is_refused() {
         err.contains("format version 2") && err.contains("CPM"),
         "{err}"
     );
-    // the same run written in format 3 restarts
+    // the same run written in the current format restarts
     demhpc(1, &["--out", "v3", "scene.ron"], &tmp.0);
     let ck = tmp.0.join("v3/checkpoints/ckpt_0000000010.h5");
     demhpc(

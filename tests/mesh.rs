@@ -154,7 +154,7 @@ fn vdiff(a: V3, b: V3, scale: f64) -> f64 {
 /// slides, so the shear spring carries the Coulomb force across the seam) moves as on one
 /// plane wall: positions, velocities and spins within 1e-9 relative at every one of 3000
 /// steps, one contact at a time — with each frictional law (Cundall–Strack, Hertz–Mindlin,
-/// LAMMPS Hooke) and with rolling resistance.
+/// with DMT adhesion too, LAMMPS Hooke) and with rolling resistance (constant torque, EPSD).
 #[test]
 fn seam_of_coplanar_triangles_is_invisible() {
     let d = Dir::new("seam");
@@ -182,6 +182,16 @@ fn seam_of_coplanar_triangles_is_invisible() {
         (
             "rolling",
             format!("{}, rolling: (mu_r: 0.1, mu_t: 0.05)", mat()),
+        ),
+        (
+            "rolling EPSD",
+            format!("{}, rolling: (mu_r: 0.1, mu_t: 0.05, model: Epsd2)", mat()),
+        ),
+        (
+            "Hertz-Mindlin DMT",
+            format!(
+                r#"materials: [Hertz(name: "m", young: {E:e}, poisson: 0.3, friction_angle: {PHI}, density: {RHO}, restitution: 0.5, surface_energy: 0.01)]"#
+            ),
         ),
     ];
     for (law, m) in laws {

@@ -333,17 +333,19 @@ fn replicated_scene_is_bitwise_identical_on_1_2_4_ranks() {
     assert_all_identical(&runs);
 }
 
-/// `SETTLE` with the Hertz–Mindlin law (restitution 0.5) instead of the linear one, and
-/// rolling and twisting resistance.
+/// `SETTLE` with the Hertz–Mindlin law (restitution 0.5, DMT adhesion) instead of the linear one, and
+/// rolling and twisting resistance of the EPSD model (its moment histories travel with
+/// migrating particles and checkpoints; the constant-torque model runs the same kernel minus
+/// the history).
 fn settle_hertz() -> String {
     SETTLE
         .replace(
             "gravity: (0.0, 0.0, -9.81),",
-            "gravity: (0.0, 0.0, -9.81), rolling: (mu_r: 0.1, mu_t: 0.05),",
+            "gravity: (0.0, 0.0, -9.81), rolling: (mu_r: 0.1, mu_t: 0.05, model: Epsd2),",
         )
         .replace(
         r#"Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0)"#,
-        r#"Hertz(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0, restitution: 0.5)"#,
+        r#"Hertz(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0, restitution: 0.5, surface_energy: 1e-3)"#,
     )
 }
 
@@ -356,14 +358,15 @@ fn hertz_settle_is_bitwise_identical_on_any_rank_and_thread_count_and_restart() 
     let scene = settle_hertz();
     assert!(scene.contains("Hertz(") && scene.contains("mu_r"));
     let layouts = [(1, 1), (1, 2), (2, 1), (3, 2), (4, 1), (8, 1)];
-    let runs = run_layouts(&tmp, &scene, 2000, &layouts, &["--reproducible"]);
+    let runs = run_layouts(&tmp, &scene, 3000, &layouts, &["--reproducible"]);
     assert_eq!(runs[0].1.gid.len(), 512);
     assert!(runs[0].1.ncontacts.iter().any(|&c| c > 0));
     assert_all_identical(&runs);
-    // 1 rank to step 1000 with a checkpoint, then 3 ranks from it to step 2000
+    // 1 rank to step 2000 with a checkpoint (the spheres have landed: contacts with
+    // histories), then 3 ranks from it to step 3000
     let ck = scene.replace(
         "output: Output(series_every: 100),",
-        "output: Output(series_every: 100),\n    checkpoint: (every: 1000, keep: 2),",
+        "output: Output(series_every: 100),\n    checkpoint: (every: 2000, keep: 2),",
     );
     std::fs::write(tmp.0.join("ck.ron"), ck).unwrap();
     let a = tmp.0.join("ck_a");
@@ -372,7 +375,7 @@ fn hertz_settle_is_bitwise_identical_on_any_rank_and_thread_count_and_restart() 
         1,
         &[
             "--steps",
-            "1000",
+            "2000",
             "--reproducible",
             "--out",
             a.to_str().unwrap(),
@@ -381,7 +384,20 @@ fn hertz_settle_is_bitwise_identical_on_any_rank_and_thread_count_and_restart() 
         &tmp.0,
     );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let ckpt = a.join("checkpoints/ckpt_0000001000.h5");
+    let ckpt = a.join("checkpoints/ckpt_0000002000.h5");
+    // the checkpoint carries moment histories, sphere–sphere and sphere–wall
+    let h = hdf5::File::open(&ckpt).unwrap();
+    for g in ["contacts", "wall_contacts"] {
+        let m = h.dataset(&format!("{g}/roll")).unwrap();
+        let m = m.read_raw::<f64>().unwrap();
+        eprintln!(
+            "{g}/roll: {} rows, {} non-zero",
+            m.len() / 3,
+            m.iter().filter(|&&x| x != 0.0).count()
+        );
+        assert!(m.iter().any(|&x| x != 0.0), "{g}/roll: all zero");
+    }
+    drop(h);
     let o = demhpc(
         3,
         1,
@@ -389,13 +405,13 @@ fn hertz_settle_is_bitwise_identical_on_any_rank_and_thread_count_and_restart() 
             "--restart",
             ckpt.to_str().unwrap(),
             "--steps",
-            "2000",
+            "3000",
             "--reproducible",
         ],
         &tmp.0,
     );
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let st = read_state(&a.join("snapshots/snap_000002000.h5"));
+    let st = read_state(&a.join("snapshots/snap_000003000.h5"));
     assert!(
         st == runs[0].1,
         "restart on 3 ranks differs from the uninterrupted run"

@@ -17,6 +17,11 @@ const E: f64 = 1e7;
 /// origin, with the scene's rolling resistance; returns the simulation and the downhill
 /// direction.
 fn on_plane(theta: f64, mu_r: f64, mu_t: f64) -> (demhpc::Simulation, V3) {
+    on_plane_with(theta, mu_r, mu_t, "Cdt")
+}
+
+/// [`on_plane`] with the rolling model `model` (`Cdt`, `Epsd2`).
+fn on_plane_with(theta: f64, mu_r: f64, mu_t: f64, model: &str) -> (demhpc::Simulation, V3) {
     let n = V3::new(theta.sin(), 0.0, theta.cos());
     let down = V3::new(theta.cos(), 0.0, -theta.sin());
     let m = 4.0 / 3.0 * PI * R * R * R * RHO;
@@ -25,7 +30,7 @@ fn on_plane(theta: f64, mu_r: f64, mu_t: f64) -> (demhpc::Simulation, V3) {
         r#"Scene(materials: [Frict(name: "m", young: {E:e}, poisson: 0.25, friction_angle: 0.6, density: {RHO:e}, restitution: 0.5)],
         walls: [Wall(point: (0.0, 0.0, 0.0), normal: ({:e}, 0.0, {:e}), material: "m")],
         spheres: [Sphere(pos: ({:e}, 0.0, {:e}), radius: {R:e}, material: "m")],
-        rolling: (mu_r: {mu_r:e}, mu_t: {mu_t:e}),
+        rolling: (mu_r: {mu_r:e}, mu_t: {mu_t:e}, model: {model}),
         gravity: (0.0, 0.0, -9.81), dt: Fixed(1e-5), run: Steps(1),
         domain: Domain(lo: (-10.0, -1.0, -10.0), hi: (10.0, 1.0, 10.0)))"#,
         n.x, n.z, x.x, x.z
@@ -111,5 +116,90 @@ fn sphere_below_the_rolling_friction_angle_does_not_roll_away() {
     assert!(
         moved.abs() < 1e-3 * R,
         "held sphere moved {moved} m (free: {rolled} m)"
+    );
+}
+
+/// EPSD (LIGGGHTS `epsd2`): the spring saturates within a rotation of μ_r R |F_N| / k_r
+/// (here ~1e-4 rad), after which the moment is the constant torque: the same stop distance.
+#[test]
+fn epsd_rolling_sphere_stops_where_the_constant_torque_predicts() {
+    let (mu_r, v0) = (0.1, 0.5);
+    let (mut s, _) = on_plane_with(0.0, mu_r, 0.0, "Epsd2");
+    s.ps.vel[0] = V3::new(v0, 0.0, 0.0);
+    s.ps.angvel[0] = V3::new(0.0, v0 / R, 0.0);
+    let a = 5.0 / 7.0 * mu_r * 9.81;
+    let (t_stop, d_stop) = (v0 / a, v0 * v0 / (2.0 * a));
+    steps(&mut s, (t_stop / 1e-5).round() as u64 + 20_000);
+    let d = s.ps.pos[0].x;
+    assert!(
+        rel(d, d_stop) < 0.02,
+        "stopped after {d} m, predicted {d_stop} m"
+    );
+    assert!(s.ps.vel[0].x.abs() < 1e-3 * v0, "v {}", s.ps.vel[0].x);
+}
+
+/// EPSD twisting: the same spring about the normal, capped at μ_t R |F_N|.
+#[test]
+fn epsd_twisting_decays_at_the_constant_torque_rate() {
+    let (mu_t, w0) = (0.05, 20.0);
+    let (mut s, _) = on_plane_with(0.0, 0.0, mu_t, "Epsd2");
+    s.ps.angvel[0] = V3::new(0.0, 0.0, w0);
+    let alpha = 2.5 * mu_t * 9.81 / R;
+    steps(&mut s, (0.5 * w0 / alpha / 1e-5).round() as u64);
+    assert!(
+        rel(s.ps.angvel[0].z, 0.5 * w0) < 0.02,
+        "ω_z {} at half time",
+        s.ps.angvel[0].z
+    );
+}
+
+/// EPSD on an incline below the rolling-friction angle: the spring holds the sphere at an
+/// elastic rotation M/k_r. Without a rolling dashpot (epsd2) it rocks about that rest state at a
+/// bounded amplitude (no creep: the constant torque creeps downhill at a steady rate); with
+/// Cundall's damping it comes to rest exactly.
+#[test]
+fn epsd_sphere_rests_on_an_incline_below_the_rolling_friction_angle() {
+    let mu_r: f64 = 0.2;
+    let theta = (0.5 * mu_r).atan();
+    // the displacement downhill after each 0.05 s, over 0.4 s
+    let path = |model: &str, damping: f64| {
+        let (mut s, down) = on_plane_with(theta, mu_r, 0.0, model);
+        s.damping = damping;
+        let x0 = s.ps.pos[0];
+        let d: Vec<f64> = (0..8)
+            .map(|_| {
+                steps(&mut s, 5_000);
+                (s.ps.pos[0] - x0).dot(&down)
+            })
+            .collect();
+        (d, s.ps.vel[0].norm(), s.wall_pairs.state[0].phys.ks)
+    };
+    let (rocks, _, _) = path("Epsd2", 0.0);
+    let (creeps, _, _) = path("Cdt", 0.0);
+    let (rests, v_rest, ks) = path("Epsd2", 0.2);
+    eprintln!("EPSD {rocks:?}\ncdt {creeps:?}\nEPSD damped {rests:?} v {v_rest:e}");
+    // undamped EPSD: bounded (elastic rocking ~2e-6 m), no trend
+    let max = rocks.iter().fold(0.0_f64, |a, x| a.max(x.abs()));
+    assert!(max < 3e-4 * R, "EPSD: moved up to {max} m");
+    // the constant torque creeps: it has gone farther than EPSD ever does, and keeps going
+    assert!(
+        creeps[7] > max && creeps[7] > 1.5 * creeps[3],
+        "cdt {creeps:?}"
+    );
+    // damped EPSD: at rest, within 1e-9 r over the last 0.2 s
+    assert!(
+        (rests[7] - rests[3]).abs() < 1e-9 * R,
+        "damped EPSD {rests:?}"
+    );
+    assert!(v_rest < 1e-9, "damped EPSD: v {v_rest}");
+    // where it rests: friction F_T = m g sin θ stretches the shear spring by F_T / k_T, and its
+    // moment R F_T turns the sphere by φ = R F_T / k_r = F_T / (k_T R) (k_r = k_T R²), which
+    // moves the centre R φ more: x = 2 m g sin θ / k_T downhill
+    let m = 4.0 / 3.0 * PI * R * R * R * RHO;
+    let x = 2.0 * m * 9.81 * theta.sin() / ks;
+    assert!(
+        rel(rests[7], x) < 0.01,
+        "rests at {} m, predicted {x} m",
+        rests[7]
     );
 }

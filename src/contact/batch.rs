@@ -20,7 +20,7 @@
 //! result of a pair is the same bits whatever its lane, its batch, the vector width or the
 //! thread count.
 
-use super::law::rolling::Rolling;
+use super::law::rolling::{RollModel, Rolling};
 use super::law::FrictLaw;
 use super::store::FrictState;
 #[cfg(doc)]
@@ -39,23 +39,25 @@ type BatchFn<'a> = dyn FnMut(&mut Lanes, usize, &mut [bool], &mut [FrictState]) 
 /// Pairs per batch: the lanes of one batch (~25 KB) stay in L1.
 const LANES: usize = 64;
 
+/// The kernel's rolling-resistance variants (`law/rolling.rs`): none, constant torque, EPSD
+/// (moment history in [`Lanes::m_roll`]).
+const ROLL_OFF: u8 = 0;
+const ROLL_CDT: u8 = 1;
+const ROLL_EPSD: u8 = 2;
+
 impl Kernel {
     /// The law on all lanes of `b` ([`kernel`]) in this variant.
     fn run<L: FrictLaw>(self, law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
-        match roll.is_off() {
-            true => self.run_with::<L, false>(law, roll, b, dt),
-            false => self.run_with::<L, true>(law, roll, b, dt),
+        match (roll.is_off(), roll.model) {
+            (true, _) => self.run_with::<L, ROLL_OFF>(law, roll, b, dt),
+            (false, RollModel::ConstantTorque) => self.run_with::<L, ROLL_CDT>(law, roll, b, dt),
+            (false, RollModel::Epsd) => self.run_with::<L, ROLL_EPSD>(law, roll, b, dt),
         }
     }
 
-    /// [`Self::run`] compiled with or without the rolling resistance.
-    fn run_with<L: FrictLaw, const ROLL: bool>(
-        self,
-        law: &L,
-        roll: Rolling,
-        b: &mut Lanes,
-        dt: f64,
-    ) {
+    /// [`Self::run`] compiled for one rolling model (`ROLL`: [`ROLL_OFF`], [`ROLL_CDT`],
+    /// [`ROLL_EPSD`]).
+    fn run_with<L: FrictLaw, const ROLL: u8>(self, law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
         match self {
             Kernel::Generic => kernel::<L, ROLL>(law, roll, b, dt),
             // SAFETY: `detect` chose the variant from the CPU's features.
@@ -107,6 +109,8 @@ struct Lanes {
     ks: [f64; LANES],
     tan_phi: [f64; LANES],
     cn: [f64; LANES],
+    /// EPSD rolling-moment history (in and out; unused by the other variants).
+    m_roll: L3,
     // outputs
     u_n: [f64; LANES],
     n: L3,
@@ -141,6 +145,7 @@ impl Lanes {
             ks: zs,
             tan_phi: zs,
             cn: zs,
+            m_roll: z,
             u_n: zs,
             n: z,
             fs_new: z,
@@ -247,6 +252,13 @@ impl Lanes {
         }
     }
 
+    /// The EPSD moment histories `m_roll` (of the batch's range) of lanes 0..m.
+    fn fill_roll(&mut self, m: usize, m_roll: &[V3]) {
+        for q in 0..m {
+            self.m_roll.set(q, m_roll[self.k[q] as usize]);
+        }
+    }
+
     /// Copy the radii and kinematics of particles i and j and pair history `st` into lane q.
     #[inline(always)]
     fn load(&mut self, q: usize, i: usize, j: usize, ps: &Particles, st: &FrictState) {
@@ -269,7 +281,7 @@ impl Lanes {
 /// ([`FrictLaw::step`], e.g. Cundall–Strack, thesis eq. 2.45–2.49), torques (digest A6, erratum A13 row 5). The same operations as the scalar
 /// functions it calls, lane by lane.
 #[inline(always)]
-fn kernel<L: FrictLaw, const ROLL: bool>(law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
+fn kernel<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
     for q in 0..LANES {
         let l = b.l.get(q);
         let d = b.d2[q].sqrt();
@@ -286,7 +298,9 @@ fn kernel<L: FrictLaw, const ROLL: bool>(law: &L, roll: Rolling, b: &mut Lanes, 
             cn: b.cn[q],
         };
         let twist = n.dot(&(w1 + w2));
-        let (f, fs) = law.step(&p, b.fs.get(q), b.n_old.get(q), n, u_n, v12, twist, dt);
+        let n_old = b.n_old.get(q);
+        let r_eff = r1 * r2 / (r1 + r2);
+        let (f, fs) = law.step(&p, b.fs.get(q), n_old, n, u_n, v12, twist, dt, r_eff);
         // Torques: T1 += d1 n × F, T2 += d2 n × F (digest A6, erratum A13 row 5).
         let nxf = n.cross(&f);
         b.u_n[q] = u_n;
@@ -294,9 +308,16 @@ fn kernel<L: FrictLaw, const ROLL: bool>(law: &L, roll: Rolling, b: &mut Lanes, 
         b.fs_new.set(q, fs);
         b.f.set(q, f);
         let (mut t1, mut t2) = (nxf * r1, nxf * r2);
-        if ROLL {
-            // rolling and twisting resistance (contact/law/rolling.rs), R_eff = r1 r2/(r1 + r2)
-            let m = roll.moment(n, f, w1, w2, r1 * r2 / (r1 + r2));
+        // rolling and twisting resistance (contact/law/rolling.rs), R_eff = r1 r2/(r1 + r2)
+        if ROLL == ROLL_CDT {
+            let m = roll.moment(n, f, w1, w2, r_eff);
+            t1 += m;
+            t2 -= m;
+        }
+        if ROLL == ROLL_EPSD {
+            let k_t = law.tangential_stiffness(&p, u_n);
+            let m = roll.epsd(b.m_roll.get(q), n_old, n, f, (w1, w2), r_eff, k_t, dt);
+            b.m_roll.set(q, m);
             t1 += m;
             t2 -= m;
         }
@@ -307,18 +328,13 @@ fn kernel<L: FrictLaw, const ROLL: bool>(law: &L, roll: Rolling, b: &mut Lanes, 
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn kernel_avx2<L: FrictLaw, const ROLL: bool>(
-    law: &L,
-    roll: Rolling,
-    b: &mut Lanes,
-    dt: f64,
-) {
+unsafe fn kernel_avx2<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
     kernel::<L, ROLL>(law, roll, b, dt)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn kernel_avx512<L: FrictLaw, const ROLL: bool>(
+unsafe fn kernel_avx512<L: FrictLaw, const ROLL: u8>(
     law: &L,
     roll: Rolling,
     b: &mut Lanes,
@@ -345,12 +361,24 @@ impl PairsView<'_> {
         law: &L,
     ) {
         let base = r.start;
+        let roll = mix.rolling();
+        // the EPSD moment histories of the range (empty without: nothing reads them)
+        let m_roll = match roll.has_history() {
+            true => self.pp.range_roll(r.clone()),
+            false => &mut [],
+        };
         let (act, st) = self.pp.range(r);
         let mut b = Lanes::new();
         self.select_lanes(kernel, base, act, st, ps, mix, &mut b, |b, m, act, st| {
             b.fill(kernel, m, ps, st);
-            kernel.run(law, mix.rolling(), b, dt);
+            if !m_roll.is_empty() {
+                b.fill_roll(m, m_roll);
+            }
+            kernel.run(law, roll, b, dt);
             scatter(b, m, base, act, st, out);
+            if !m_roll.is_empty() {
+                scatter_roll(b, m, m_roll);
+            }
         });
     }
 
@@ -621,6 +649,15 @@ fn scatter(
     }
 }
 
+/// Pass 3 of the EPSD moment histories: back to `m_roll`; zero for a contact that ends (a
+/// contact starts from zero: `PairList::roll`).
+fn scatter_roll(b: &Lanes, m: usize, m_roll: &mut [V3]) {
+    for q in 0..m {
+        let ended = b.u_n[q] > 0.0;
+        m_roll[b.k[q] as usize] = if ended { V3::zeros() } else { b.m_roll.get(q) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -664,6 +701,10 @@ mod tests {
             b.ks[q] = 2.5e4;
             b.tan_phi[q] = 0.5;
             b.cn[q] = if q % 2 == 0 { 0.0 } else { 3.0 };
+            // EPSD histories: some zero, some small, some beyond any cap
+            let m = v3(&mut u, [0.0, 1e-3, 10.0][q % 3]);
+            b.m_roll
+                .set(q, m - l.normalize() * (0.5 * l.normalize().dot(&m)));
         }
         b
     }
@@ -672,7 +713,10 @@ mod tests {
     fn kernels_agree_bitwise_and_match_the_scalar_law() {
         use super::super::law::{hertz, hooke, linear};
         kernels_match(&linear::CundallStrack);
-        kernels_match(&hertz::HertzMindlin);
+        kernels_match(&hertz::HertzMindlin::default());
+        kernels_match(&hertz::HertzMindlin {
+            surface_energy: 0.3,
+        });
         for total in [false, true] {
             kernels_match(&hooke::Hooke::new(30.0, 10.0, total));
         }
@@ -681,15 +725,20 @@ mod tests {
     /// Every kernel variant of law `L` gives the bits of the scalar [`FrictLaw::step`].
     fn kernels_match<L: FrictLaw>(law: &L) {
         let dt = 1e-4;
-        for seed in 1..20 {
+        for seed in 1..30 {
             let mut g = random_lanes(seed);
             let roll = Rolling {
                 mu_r: 0.1 * (seed % 2) as f64,
                 mu_t: 0.05 * (seed % 3) as f64,
+                model: match seed % 5 < 2 {
+                    true => RollModel::ConstantTorque,
+                    false => RollModel::Epsd,
+                },
             };
-            match roll.is_off() {
-                true => kernel::<L, false>(law, roll, &mut g, dt),
-                false => kernel::<L, true>(law, roll, &mut g, dt),
+            match (roll.is_off(), roll.model) {
+                (true, _) => kernel::<L, ROLL_OFF>(law, roll, &mut g, dt),
+                (false, RollModel::ConstantTorque) => kernel::<L, ROLL_CDT>(law, roll, &mut g, dt),
+                (false, RollModel::Epsd) => kernel::<L, ROLL_EPSD>(law, roll, &mut g, dt),
             }
             let mut w = random_lanes(seed);
             Kernel::detect().run(law, roll, &mut w, dt);
@@ -700,6 +749,7 @@ mod tests {
                     (&g.fs_new, &w.fs_new),
                     (&g.t1, &w.t1),
                     (&g.t2, &w.t2),
+                    (&g.m_roll, &w.m_roll),
                 ];
                 assert_same_lane(&outputs, q, &what);
                 // The scalar law on the same pair.
@@ -737,14 +787,26 @@ mod tests {
                     v12,
                     n.dot(&(w1 + w2)),
                     dt,
+                    b0.r1[q] * b0.r2[q] / (b0.r1[q] + b0.r2[q]),
                 );
                 assert_eq!(f, g.f.get(q));
                 assert_eq!(fs, g.fs_new.get(q));
                 assert_eq!(g.u_n[q], u_n);
                 let (r1, r2) = (b0.r1[q], b0.r2[q]);
-                let m = roll.moment(n, f, w1, w2, r1 * r2 / (r1 + r2));
+                let r_eff = r1 * r2 / (r1 + r2);
+                let k_t = law.tangential_stiffness(&st.phys, u_n);
+                let m = match (roll.is_off(), roll.model) {
+                    (true, _) => V3::zeros(),
+                    (false, RollModel::ConstantTorque) => roll.moment(n, f, w1, w2, r_eff),
+                    (false, RollModel::Epsd) => {
+                        let m0 = b0.m_roll.get(q);
+                        roll.epsd(m0, st.n_old, n, f, (w1, w2), r_eff, k_t, dt)
+                    }
+                };
+                if roll.has_history() {
+                    assert_eq!(g.m_roll.get(q), m, "lane {q}: EPSD history");
+                }
                 let nxf = n.cross(&f);
-                let m = if roll.is_off() { V3::zeros() } else { m };
                 assert_eq!(g.t1.get(q), nxf * r1 + m);
                 assert_eq!(g.t2.get(q), nxf * r2 - m);
             }

@@ -28,7 +28,6 @@
 //! the rebuild.
 
 use super::geom as cgeom;
-use super::law::hertz::HertzMindlin;
 use super::law::linear::CundallStrack;
 use super::law::{FrictLaw, FrictLawKind};
 use super::store::{FrictState, PairList, Shared};
@@ -125,9 +124,14 @@ pub fn facet_pairs(
     if fp.groups.is_empty() {
         return;
     }
-    let (act, st, hit) = (
+    // the moment histories (EPSD; without it zeros that nothing reads)
+    if pairs.roll.len() != pairs.len() {
+        pairs.roll.resize(pairs.len(), V3::zeros());
+    }
+    let (act, st, roll, hit) = (
         Shared::new(&mut pairs.active),
         Shared::new(&mut pairs.state),
+        Shared::new(&mut pairs.roll),
         Shared::new(&mut fp.hit),
     );
     let j = &pairs.j[..];
@@ -140,6 +144,7 @@ pub fn facet_pairs(
                 Group {
                     act: act.slice(a, n),
                     st: st.slice(a, n),
+                    roll: roll.slice(a, n),
                     hit: hit.slice(a, n),
                     tri: &j[a..a + n],
                     slots: &slots[a..a + n],
@@ -154,6 +159,8 @@ pub fn facet_pairs(
 struct Group<'a> {
     act: &'a mut [bool],
     st: &'a mut [FrictState],
+    /// Rolling-moment histories (EPSD; zeros otherwise).
+    roll: &'a mut [V3],
     hit: &'a mut [Hit],
     tri: &'a [u32],
     slots: &'a [u32],
@@ -206,6 +213,7 @@ impl Group<'_> {
             let h = self.hit[k];
             if !h.keep {
                 self.act[k] = false;
+                self.roll[k] = V3::zeros(); // a contact starts from zero (store.rs `roll`)
                 if h.was {
                     out.wall(self.slots[k], V3::zeros(), V3::zeros()); // its slot held a force
                 }
@@ -217,8 +225,19 @@ impl Group<'_> {
                     .get(meshes.meshes[m].material, ps.material[i])
                     .wall_phys(r, ps.mass[i]);
                 self.st[k] = FrictState::new(phys, h.n);
+                self.roll[k] = V3::zeros();
             }
-            let (f, t2) = facet_law(&mut self.st[k], &h, ps, i, meshes, m, mix, dt);
+            let (f, t2) = facet_law(
+                &mut self.st[k],
+                &mut self.roll[k],
+                &h,
+                ps,
+                i,
+                meshes,
+                m,
+                mix,
+                dt,
+            );
             out.wall(self.slots[k], f, t2);
         }
     }
@@ -272,6 +291,7 @@ impl Group<'_> {
             }
             if let Some((_, d)) = best {
                 self.st[k] = self.st[d];
+                self.roll[k] = self.roll[d];
                 self.act[k] = true;
                 self.act[d] = false; // given away (its slot is zeroed as it is not kept)
             }
@@ -280,11 +300,13 @@ impl Group<'_> {
 }
 
 /// The scene's frictional law on one facet contact: the force on the mesh and the torque on
-/// the sphere (as `wall_pair`, with the wall velocity and spin of the contact point).
+/// the sphere (as `wall_pair`, with the wall velocity and spin of the contact point; R* = r,
+/// the mesh a sphere of infinite radius; the EPSD moment history `m_roll`).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn facet_law(
     st: &mut FrictState,
+    m_roll: &mut V3,
     h: &Hit,
     ps: &Particles,
     i: usize,
@@ -298,14 +320,27 @@ fn facet_law(
     let v_wall = meshes.point_velocity(m, h.q);
     let v12 = cgeom::relative_velocity(v_wall, V3::zeros(), 0.0, ps.vel[i], w2, r, n);
     let twist = n.dot(&(w1 + w2));
-    let f = match mix.law() {
-        FrictLawKind::CundallStrack => CundallStrack.apply(st, n, h.u_n, v12, twist, dt),
-        FrictLawKind::HertzMindlin => HertzMindlin.apply(st, n, h.u_n, v12, twist, dt),
-        FrictLawKind::Hooke(hk) => hk.apply(st, n, h.u_n, v12, twist, dt),
+    let (phys, n_old, u_n) = (st.phys, st.n_old, h.u_n);
+    let (f, k_t) = match mix.law() {
+        FrictLawKind::CundallStrack => (
+            CundallStrack.apply(st, n, u_n, v12, twist, dt, r),
+            CundallStrack.tangential_stiffness(&phys, u_n),
+        ),
+        FrictLawKind::HertzMindlin(hm) => (
+            hm.apply(st, n, u_n, v12, twist, dt, r),
+            hm.tangential_stiffness(&phys, u_n),
+        ),
+        FrictLawKind::Hooke(hk) => (
+            hk.apply(st, n, u_n, v12, twist, dt, r),
+            hk.tangential_stiffness(&phys, u_n),
+        ),
     };
     let mut t2 = n.cross(&f) * r;
     let roll = mix.rolling();
-    if !roll.is_off() {
+    if roll.has_history() {
+        *m_roll = roll.epsd(*m_roll, n_old, n, f, (w1, w2), r, k_t, dt);
+        t2 -= *m_roll;
+    } else if !roll.is_off() {
         t2 -= roll.moment(n, f, w1, w2, r);
     }
     (f, t2)

@@ -14,7 +14,6 @@ use crate::material::MixTable;
 use crate::particles::Particles;
 use crate::V3;
 use law::cpm::{self, CpmMat, CpmPhys, CpmState};
-use law::hertz::HertzMindlin;
 use law::linear::CundallStrack;
 use law::{FrictLaw, FrictLawKind};
 use rayon::prelude::*;
@@ -92,9 +91,7 @@ impl<'a> SphereLoop<'a> {
                 self.v
                     .run_frict(r, out, ps, mix, dt, kernel, &CundallStrack)
             }
-            FrictLawKind::HertzMindlin => {
-                self.v.run_frict(r, out, ps, mix, dt, kernel, &HertzMindlin)
-            }
+            FrictLawKind::HertzMindlin(h) => self.v.run_frict(r, out, ps, mix, dt, kernel, &h),
             FrictLawKind::Hooke(h) => self.v.run_frict(r, out, ps, mix, dt, kernel, &h),
         }
     }
@@ -137,6 +134,7 @@ impl<'a> PairsView<'a> {
                 act: Shared::new(&mut pairs.active),
                 st: Shared::new(&mut pairs.state),
                 cpm: Shared::new(&mut pairs.cpm),
+                roll: Shared::new(&mut pairs.roll),
             },
             i: &pairs.i,
             j: &pairs.j,
@@ -243,6 +241,7 @@ struct PairsPtr {
     act: Shared<bool>,
     st: Shared<FrictState>,
     cpm: Shared<CpmHist>,
+    roll: Shared<V3>,
 }
 
 impl PairsPtr {
@@ -265,6 +264,15 @@ impl PairsPtr {
     #[allow(clippy::mut_from_ref)]
     unsafe fn range_cpm(&self, r: std::ops::Range<usize>) -> &mut [CpmHist] {
         self.cpm.slice(r.start, r.len())
+    }
+
+    /// The rolling-moment histories of pairs `r` (EPSD; `PairList::roll_law` only).
+    ///
+    /// # Safety
+    /// As [`Self::range`].
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn range_roll(&self, r: std::ops::Range<usize>) -> &mut [V3] {
+        self.roll.slice(r.start, r.len())
     }
 }
 
@@ -435,12 +443,17 @@ pub fn wall_pairs(
     dt: f64,
 ) {
     let (ii, ww) = (&pairs.i, &pairs.j);
+    // the moment histories (EPSD; without it zeros that nothing reads: a merge sizes them)
+    if pairs.roll.len() != pairs.len() {
+        pairs.roll.resize(pairs.len(), V3::zeros());
+    }
     pairs
         .active
         .par_chunks_mut(CHUNK)
         .zip(pairs.state.par_chunks_mut(CHUNK))
+        .zip(pairs.roll.par_chunks_mut(CHUNK))
         .enumerate()
-        .for_each(|(c, (act, st))| {
+        .for_each(|(c, ((act, st), m_roll))| {
             let base = c * CHUNK;
             for k in 0..st.len() {
                 let (i, w) = (ii[base + k] as usize, ww[base + k] as usize);
@@ -448,7 +461,8 @@ pub fn wall_pairs(
                     continue; // a mesh facet (`facet::facet_pairs`)
                 }
                 let was_active = act[k];
-                let r = wall_pair(&mut act[k], &mut st[k], ps, &walls[w], mix, dt, i);
+                let m = &mut m_roll[k];
+                let r = wall_pair(&mut act[k], &mut st[k], m, ps, &walls[w], mix, dt, i);
                 if was_active || act[k] {
                     out.wall(slots[base + k], r.f, r.t2);
                 }
@@ -456,11 +470,14 @@ pub fn wall_pairs(
         });
 }
 
-/// One sphere–wall pair. Returns the force on the wall (`f`) and the torque on the sphere (`t2`).
+/// One sphere–wall pair with its history `st` and rolling-moment history `m_roll` (EPSD only).
+/// Returns the force on the wall (`f`) and the torque on the sphere (`t2`).
+#[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn wall_pair(
     active: &mut bool,
     st: &mut FrictState,
+    m_roll: &mut V3,
     ps: &Particles,
     wall: &Wall,
     mix: &MixTable,
@@ -473,6 +490,7 @@ pub fn wall_pair(
     let u_n = (ps.pos[i] - wall.point).dot(&n) - r;
     if u_n > 0.0 {
         *active = false;
+        *m_roll = V3::zeros();
         return PairForce::default();
     }
     if !*active {
@@ -481,19 +499,33 @@ pub fn wall_pair(
             .get(wall.material, ps.material[i])
             .wall_phys(r, ps.mass[i]);
         *st = FrictState::new(phys, n);
+        *m_roll = V3::zeros();
     }
     let w2 = ps.angvel[i];
     let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, ps.vel[i], w2, r, n);
     let twist = n.dot(&w2);
-    let f = match mix.law() {
-        FrictLawKind::CundallStrack => CundallStrack.apply(st, n, u_n, v12, twist, dt),
-        FrictLawKind::HertzMindlin => HertzMindlin.apply(st, n, u_n, v12, twist, dt),
-        FrictLawKind::Hooke(h) => h.apply(st, n, u_n, v12, twist, dt),
+    let (phys, n_old) = (st.phys, st.n_old);
+    let (f, k_t) = match mix.law() {
+        FrictLawKind::CundallStrack => (
+            CundallStrack.apply(st, n, u_n, v12, twist, dt, r),
+            CundallStrack.tangential_stiffness(&phys, u_n),
+        ),
+        FrictLawKind::HertzMindlin(h) => (
+            h.apply(st, n, u_n, v12, twist, dt, r),
+            h.tangential_stiffness(&phys, u_n),
+        ),
+        FrictLawKind::Hooke(h) => (
+            h.apply(st, n, u_n, v12, twist, dt, r),
+            h.tangential_stiffness(&phys, u_n),
+        ),
     };
     let mut t2 = n.cross(&f) * r;
     let roll = mix.rolling();
-    if !roll.is_off() {
-        // the wall is particle 1 (ω = 0), R_eff = r (contact/law/rolling.rs)
+    // the wall is particle 1 (ω = 0), R_eff = r (contact/law/rolling.rs)
+    if roll.has_history() {
+        *m_roll = roll.epsd(*m_roll, n_old, n, f, (V3::zeros(), w2), r, k_t, dt);
+        t2 -= *m_roll;
+    } else if !roll.is_off() {
         t2 -= roll.moment(n, f, V3::zeros(), w2, r);
     }
     PairForce {

@@ -39,6 +39,8 @@ pub struct ContactState {
     pub frict: FrictState,
     /// CPM history (zero for frictional contacts).
     pub cpm: CpmHist,
+    /// Rolling-moment history of the EPSD model (`law/rolling.rs`; zero without it).
+    pub roll: V3,
 }
 
 /// The per-contact state variables of the CPM law (thesis §3.2.6, digest §11: κ, ω, ε_N^pl,
@@ -61,10 +63,28 @@ pub struct CpmHist {
 }
 
 impl ContactState {
-    /// Length of [`ContactState::pack`]'s record.
+    /// Length of [`ContactState::pack`]'s record (the checkpoints' `contacts/state` row).
     pub const N_F64: usize = 16;
+    /// Length of [`ContactState::pack_all`]'s record (migration messages).
+    pub const N_ALL: usize = Self::N_F64 + 3;
 
-    /// Flatten into `f64`s (migration messages and checkpoints).
+    /// Everything, the rolling history last (migration messages).
+    pub fn pack_all(&self, out: &mut Vec<f64>) {
+        self.pack(out);
+        out.extend_from_slice(self.roll.as_slice());
+    }
+
+    /// Inverse of [`ContactState::pack_all`] (`v` holds exactly `N_ALL` values).
+    pub fn unpack_all(v: &[f64]) -> Self {
+        let n = Self::N_F64;
+        ContactState {
+            roll: V3::new(v[n], v[n + 1], v[n + 2]),
+            ..Self::unpack(&v[..n])
+        }
+    }
+
+    /// Flatten into `f64`s, all but the rolling history (a checkpoint's `contacts/state` row;
+    /// the rolling history has its own dataset).
     pub fn pack(&self, out: &mut Vec<f64>) {
         out.extend_from_slice(self.frict.n_old.as_slice());
         out.extend_from_slice(self.frict.fs.as_slice());
@@ -102,6 +122,7 @@ impl ContactState {
                 eps_d: v[14],
                 cohesive: v[15] != 0.0,
             },
+            roll: V3::zeros(),
         }
     }
 }
@@ -145,6 +166,12 @@ pub struct PairList {
     pub cpm: Vec<CpmHist>,
     /// The pairs follow the CPM law: merges carry `cpm` along.
     pub cpm_law: bool,
+    /// Rolling-moment history of each pair (EPSD model, `law/rolling.rs`), beside `state`;
+    /// zero for every pair not in contact (a merge gives new pairs zero, a contact that ends
+    /// is zeroed), so that a contact starts from zero. Carried only with [`Self::roll_law`].
+    pub roll: Vec<V3>,
+    /// The contacts carry a rolling-moment history: merges carry `roll` along.
+    pub roll_law: bool,
     /// The pair was touching at the last rebuild, so it is stored in the leading group (see
     /// [`Self::merge`]). Checkpointed: a restart must rebuild the same pair order,
     /// since default-mode force sums follow it.
@@ -169,6 +196,7 @@ pub struct PairList {
     scratch_key: Vec<(u64, u64)>,
     scratch_state: Vec<FrictState>,
     scratch_cpm: Vec<CpmHist>,
+    scratch_roll: Vec<V3>,
     scratch_idx: Vec<u32>,
     /// The old list's touching pairs during a merge, indexed by key.
     touching: KeyIndex,
@@ -179,10 +207,11 @@ pub struct PairList {
 }
 
 impl PairList {
-    /// An empty list; `cpm_law`: see [`Self::cpm_law`].
-    pub fn for_law(cpm_law: bool) -> Self {
+    /// An empty list; `cpm_law`, `roll_law`: see [`Self::cpm_law`], [`Self::roll_law`].
+    pub fn for_law(cpm_law: bool, roll_law: bool) -> Self {
         PairList {
             cpm_law,
+            roll_law,
             ..Default::default()
         }
     }
@@ -214,6 +243,9 @@ impl PairList {
         resize_stale(&mut self.scratch_state, n, FrictState::default());
         resize_stale(&mut self.scratch_cpm, n, CpmHist::default());
         resize_stale(&mut self.scratch_active, n, false);
+        if self.roll_law {
+            resize_stale(&mut self.scratch_roll, n, V3::zeros());
+        }
     }
 
     /// (r₁ + r₂)² of every pair, rounded up to f32 ([`Self::reach2`]).
@@ -343,6 +375,9 @@ impl PairList {
         if self.cpm_law {
             apply(&mut self.cpm, &mut self.scratch_cpm, order);
         }
+        if self.roll_law {
+            apply(&mut self.roll, &mut self.scratch_roll, order);
+        }
     }
 
     /// Restart: the next merge orders the pairs whose key is in `keys` (sorted) first, as the
@@ -361,6 +396,7 @@ impl PairList {
         self.active.push(true);
         self.state.push(state.frict);
         self.cpm.push(state.cpm);
+        self.roll.push(state.roll);
     }
 
     /// The whole history of pair k, for messages and checkpoints.
@@ -368,6 +404,7 @@ impl PairList {
         ContactState {
             frict: self.state[k],
             cpm: self.cpm[k],
+            roll: self.roll.get(k).copied().unwrap_or_default(),
         }
     }
 
@@ -415,6 +452,7 @@ impl PairList {
         std::mem::swap(&mut self.key, &mut self.scratch_key);
         std::mem::swap(&mut self.state, &mut self.scratch_state);
         std::mem::swap(&mut self.cpm, &mut self.scratch_cpm);
+        std::mem::swap(&mut self.roll, &mut self.scratch_roll);
         std::mem::swap(&mut self.active, &mut self.scratch_active);
         // The shift codes describe the old list: [`Self::set_shifts`] must run again.
         self.shift.clear();
@@ -488,6 +526,7 @@ impl PairList {
         resize_stale(&mut self.leading, n, false);
         resize_stale(&mut self.state, n, FrictState::default());
         resize_stale(&mut self.cpm, n, CpmHist::default());
+        resize_stale(&mut self.roll, n, V3::zeros());
         let out = Emit {
             key: Shared::new(&mut self.key),
             i: Shared::new(&mut self.i),
@@ -496,8 +535,13 @@ impl PairList {
             leading: Shared::new(&mut self.leading),
             state: Shared::new(&mut self.state),
             cpm: self.cpm_law.then(|| Shared::new(&mut self.cpm)),
+            roll: self.roll_law.then(|| Shared::new(&mut self.roll)),
         };
-        let (old_state, old_cpm) = (&self.scratch_state, &self.scratch_cpm);
+        let old = Old {
+            state: &self.scratch_state,
+            cpm: &self.scratch_cpm,
+            roll: &self.scratch_roll,
+        };
         // Output offsets: the leading pairs of earlier chunks come first, the others after all
         // leading pairs.
         let mut lead_at = 0;
@@ -512,7 +556,7 @@ impl PairList {
                 let (g, o) = (lead[first + q], src[first + q]);
                 let k = if g { &mut next_lead } else { &mut next_other };
                 // SAFETY: every candidate gets its own output index (prefix sums above).
-                unsafe { out.put(*k, cand, g, o, old_state, old_cpm) };
+                unsafe { out.put(*k, cand, g, o, &old) };
                 *k += 1;
             }
         });
@@ -669,6 +713,14 @@ struct Emit {
     leading: Shared<bool>,
     state: Shared<FrictState>,
     cpm: Option<Shared<CpmHist>>,
+    roll: Option<Shared<V3>>,
+}
+
+/// The histories of the list before a merge.
+struct Old<'a> {
+    state: &'a [FrictState],
+    cpm: &'a [CpmHist],
+    roll: &'a [V3],
 }
 
 impl Emit {
@@ -677,20 +729,21 @@ impl Emit {
     ///
     /// # Safety
     /// Pair k is written by this call alone.
-    unsafe fn put(
-        &self,
-        k: usize,
-        c: &Candidate,
-        lead: bool,
-        o: u32,
-        old_state: &[FrictState],
-        old_cpm: &[CpmHist],
-    ) {
+    unsafe fn put(&self, k: usize, c: &Candidate, lead: bool, o: u32, old: &Old) {
         if o != NONE {
-            self.state.set(k, old_state[o as usize]);
+            self.state.set(k, old.state[o as usize]);
             if let Some(cpm) = &self.cpm {
-                cpm.set(k, old_cpm[o as usize]);
+                cpm.set(k, old.cpm[o as usize]);
             }
+        }
+        if let Some(roll) = &self.roll {
+            // a new pair starts from zero (see `PairList::roll`)
+            let m = if o != NONE {
+                old.roll[o as usize]
+            } else {
+                V3::zeros()
+            };
+            roll.set(k, m);
         }
         self.key.set(k, c.key);
         self.i.set(k, c.i);
@@ -733,11 +786,27 @@ mod tests {
             eps_d: 2e-6,
             cohesive: true,
         };
-        let st = ContactState { frict: f, cpm };
+        let roll = V3::new(1e-6, 0.0, -2e-6);
+        let st = ContactState {
+            frict: f,
+            cpm,
+            roll,
+        };
         let mut v = Vec::new();
         st.pack(&mut v);
         assert_eq!(v.len(), ContactState::N_F64);
-        assert_eq!(ContactState::unpack(&v), st);
+        // the checkpoint row leaves the rolling history out (its own dataset)
+        assert_eq!(
+            ContactState::unpack(&v),
+            ContactState {
+                roll: V3::zeros(),
+                ..st
+            }
+        );
+        v.clear();
+        st.pack_all(&mut v);
+        assert_eq!(v.len(), ContactState::N_ALL);
+        assert_eq!(ContactState::unpack_all(&v), st);
     }
 
     #[test]

@@ -31,7 +31,7 @@ const P_F64: usize = 26;
 /// is not refreshed: no law of a sphere reads it (it is the owner's at the last rebuild).
 const K_F64: usize = 9;
 /// `f64`s per contact record: key + state.
-const C_F64: usize = 2 + ContactState::N_F64;
+const C_F64: usize = 2 + ContactState::N_ALL;
 
 fn pack_particle(p: &Particle, out: &mut Vec<f64>) {
     let q = p.ori.into_inner();
@@ -274,7 +274,7 @@ impl Halo {
                     buf[at[d]] += 1.0;
                     buf.push(f64::from_bits(key.0));
                     buf.push(f64::from_bits(key.1));
-                    st.pack(buf);
+                    st.pack_all(buf);
                 }
             }
         }
@@ -310,7 +310,7 @@ impl Halo {
             o += 1;
             for _ in 0..nc {
                 let key = (buf[o].to_bits(), buf[o + 1].to_bits());
-                let st = ContactState::unpack(&buf[o + 2..o + C_F64]);
+                let st = ContactState::unpack_all(&buf[o + 2..o + C_F64]);
                 self.incoming.push((key, st, wall));
                 o += C_F64;
             }

@@ -20,10 +20,13 @@ use std::path::{Path, PathBuf};
 /// Value of the root attribute `format`.
 pub const FORMAT: &str = "demhpc-checkpoint";
 /// Layout version; a reader accepts files of this version only (bumped when the layout changes).
-pub const FORMAT_VERSION: u64 = 3;
+pub const FORMAT_VERSION: u64 = 4;
 
 /// The particles' tags, since format version 3 (an older file reads as tag 0 everywhere).
 const TAG_DATASET: &str = "particles/tag";
+/// The contacts' rolling-moment histories (EPSD), since format version 4 (an older file reads
+/// as zero: it was written by a demhpc without the model).
+const ROLL_DATASETS: [&str; 2] = ["contacts/roll", "wall_contacts/roll"];
 /// Rows read per block on restart (bounds the memory of a rank scanning the file).
 const READ_BLOCK: usize = 1 << 18;
 
@@ -79,9 +82,11 @@ struct Local {
     c_gid2: Vec<u64>,
     c_image: Vec<i32>,
     c_state: Vec<f64>,
+    c_roll: Vec<f64>,
     w_gid: Vec<u64>,
     w_wall: Vec<u64>,
     w_state: Vec<f64>,
+    w_roll: Vec<f64>,
     lead_gid1: Vec<u64>,
     lead_gid2: Vec<u64>,
     /// This rank's row of `index/rows`: (first row, rows) of its block of particles,
@@ -123,7 +128,9 @@ fn collect(sim: &Simulation) -> Local {
             for a in 0..3 {
                 l.c_image.push(ps.image[j][a] - ps.image[i][a]);
             }
-            pl.record(k).pack(&mut l.c_state);
+            let st = pl.record(k);
+            st.pack(&mut l.c_state);
+            l.c_roll.extend_from_slice(st.roll.as_slice());
         }
         if pl.leading[k] && i < n {
             l.lead_gid1.push(pl.key[k].0);
@@ -135,7 +142,9 @@ fn collect(sim: &Simulation) -> Local {
         if wl.active[k] && (wl.i[k] as usize) < n {
             l.w_gid.push(wl.key[k].0);
             l.w_wall.push(wl.key[k].1);
-            wl.record(k).pack(&mut l.w_state);
+            let st = wl.record(k);
+            st.pack(&mut l.w_state);
+            l.w_roll.extend_from_slice(st.roll.as_slice());
         }
     }
     l
@@ -201,6 +210,9 @@ const LAYOUT: &[(&str, Kind, usize)] = &[
     ("index/ref_box", Kind::F64, 6),
     // version 3: last, so that the datasets of version 2 keep their positions
     (TAG_DATASET, Kind::U16, 1),
+    // version 4
+    (ROLL_DATASETS[0], Kind::F64, 3),
+    (ROLL_DATASETS[1], Kind::F64, 3),
 ];
 
 /// The datasets a file of format `version` has (every one of [`LAYOUT`] but those added later).
@@ -208,6 +220,7 @@ fn layout_of(version: u64) -> impl Iterator<Item = &'static (&'static str, Kind,
     LAYOUT
         .iter()
         .filter(move |(name, _, _)| version >= 3 || *name != TAG_DATASET)
+        .filter(move |(name, _, _)| version >= 4 || !ROLL_DATASETS.contains(name))
 }
 
 /// This rank's rows of one dataset.
@@ -272,6 +285,8 @@ fn rows_of<'a>(
         Rows::U64(&l.index_rows),
         Rows::F64(&l.index_box),
         Rows::U16(&l.tag),
+        Rows::F64(&l.c_roll),
+        Rows::F64(&l.w_roll),
     ]
 }
 
@@ -613,6 +628,7 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
 fn write_version() -> u64 {
     match std::env::var("DEMHPC_TEST_CHECKPOINT_FORMAT").as_deref() {
         Ok("2") => 2,
+        Ok("3") => 3,
         _ => FORMAT_VERSION,
     }
 }
@@ -1190,6 +1206,39 @@ fn check_state(group: &str, key: (u64, u64), st: &[f64]) -> std::result::Result<
     }
 }
 
+/// Rows `off..off + rows` of a `roll` dataset (format 4), or nothing (older: zeros).
+fn read_roll(
+    d: &Option<hdf5::Dataset>,
+    off: usize,
+    rows: usize,
+) -> std::result::Result<Vec<f64>, Fault> {
+    Ok(match d {
+        Some(d) => read_rows::<f64>(d, off, rows, 3)?,
+        None => Vec::new(),
+    })
+}
+
+/// Contact k's state from its `state` row and its row of `roll` (empty: zero), checked finite.
+fn with_roll(
+    row: &[f64],
+    roll: &[f64],
+    k: usize,
+    group: &str,
+    key: (u64, u64),
+) -> std::result::Result<ContactState, Fault> {
+    let mut st = ContactState::unpack(row);
+    if !roll.is_empty() {
+        st.roll = v3(roll, k);
+        if !st.roll.iter().all(|x| x.is_finite()) {
+            return Err(Fault::Damaged(format!(
+                "{group}/roll: contact {key:?}: {:?} is not finite",
+                st.roll.as_slice()
+            )));
+        }
+    }
+    Ok(st)
+}
+
 /// What a rank reads on restart: the particles whose reference position it owns, and the
 /// contacts touching them.
 pub struct Wanted<'a> {
@@ -1450,6 +1499,9 @@ fn read_local_h5(
     let nc = info.n_contacts;
     let (d1, d2, dst) = (c("gid1", nc, 1)?, c("gid2", nc, 1)?, c("state", nc, s)?);
     c("image", nc, 3)?;
+    // format 4 has the rolling histories; an older file reads as zero
+    let has_roll = info.format_version >= 4;
+    let d_roll = has_roll.then(|| c("roll", nc, 3)).transpose()?;
     let mut contacts = Vec::new();
     for (off, rows) in chunks(&blocks.contacts) {
         let g1 = read_rows::<u64>(&d1, off, rows, 1)?;
@@ -1461,6 +1513,7 @@ fn read_local_h5(
             continue;
         }
         let st = read_rows::<f64>(&dst, off, rows, s)?;
+        let roll = read_roll(&d_roll, off, rows)?;
         for &k in &mine {
             let key = (g1[k], g2[k]);
             if key.0 >= key.1 || key.1 >= lim.max_gid {
@@ -1471,12 +1524,13 @@ fn read_local_h5(
             }
             let row = &st[s * k..s * (k + 1)];
             check_state("contacts", key, row).map_err(Fault::Damaged)?;
-            contacts.push((key, ContactState::unpack(row)));
+            contacts.push((key, with_roll(row, &roll, k, "contacts", key)?));
         }
     }
     let w = |name: &str, rows, cols| ds(f, &format!("wall_contacts/{name}"), rows, cols);
     let nw = info.n_wall_contacts;
     let (dg, dw, dst) = (w("gid", nw, 1)?, w("wall", nw, 1)?, w("state", nw, s)?);
+    let d_roll = has_roll.then(|| w("roll", nw, 3)).transpose()?;
     let mut wall_contacts = Vec::new();
     for (off, rows) in chunks(&blocks.wall_contacts) {
         let g = read_rows::<u64>(&dg, off, rows, 1)?;
@@ -1486,6 +1540,7 @@ fn read_local_h5(
             continue;
         }
         let st = read_rows::<f64>(&dst, off, rows, s)?;
+        let roll = read_roll(&d_roll, off, rows)?;
         for &k in &mine {
             let key = (g[k], wi[k]);
             if key.1 >= (lim.n_walls + lim.n_facets) as u64 {
@@ -1498,7 +1553,7 @@ fn read_local_h5(
             }
             let row = &st[s * k..s * (k + 1)];
             check_state("wall_contacts", key, row).map_err(Fault::Damaged)?;
-            wall_contacts.push((key, ContactState::unpack(row)));
+            wall_contacts.push((key, with_roll(row, &roll, k, "wall_contacts", key)?));
         }
     }
     let leading = read_leading(f, &blocks.leading, &is_owned)?;

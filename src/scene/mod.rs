@@ -368,6 +368,10 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
             crate::material::Rolling {
                 mu_r: r.mu_r,
                 mu_t: r.mu_t,
+                model: match r.model {
+                    RollModelSpec::Cdt => crate::contact::law::rolling::RollModel::ConstantTorque,
+                    RollModelSpec::Epsd2 => crate::contact::law::rolling::RollModel::Epsd,
+                },
             }
         }
     };
@@ -922,6 +926,22 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                     ));
                 }
                 check_friction_and_restitution(ctx, &p, h.friction_angle, h.restitution)?;
+                ctx.non_negative(&format!("{p}.surface_energy"), h.surface_energy)?;
+                // DMT adhesion is a law constant (Woo's functor parameter): one per scene
+                if let Some(Material::Hertz(o)) =
+                    out.iter().find(|o| matches!(o, Material::Hertz(_)))
+                {
+                    if o.surface_energy != h.surface_energy {
+                        return Err(ctx.err(
+                            &format!("{p}.surface_energy"),
+                            format!(
+                                "Hertz materials of one scene must share surface_energy \
+                                 (`{}` has {}, `{}` {})",
+                                h.name, h.surface_energy, o.name, o.surface_energy
+                            ),
+                        ));
+                    }
+                }
                 out.push(Material::Hertz(HertzMat {
                     name: h.name.clone(),
                     young: h.young,
@@ -929,6 +949,7 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                     friction_angle: h.friction_angle,
                     density: h.density,
                     restitution: h.restitution,
+                    surface_energy: h.surface_energy,
                 }));
             }
             MaterialSpec::Cpm(c) => {

@@ -189,7 +189,7 @@ pub struct StrainerSpec {
     pub every: u64,
 }
 
-/// Rolling resistance, constant directional torque (LIGGGHTS `rolling_friction cdt`).
+/// Rolling and twisting resistance (`contact/law/rolling.rs`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RollingSpec {
@@ -198,6 +198,20 @@ pub struct RollingSpec {
     /// Twisting friction coefficient μ_t (default 0).
     #[serde(default)]
     pub mu_t: f64,
+    /// The model (default `Cdt`).
+    #[serde(default)]
+    pub model: RollModelSpec,
+}
+
+/// Rolling-resistance models, by their LIGGGHTS names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RollModelSpec {
+    /// Constant directional torque (LIGGGHTS `rolling_friction cdt`).
+    #[default]
+    Cdt,
+    /// Elastic–plastic spring, k_r = k_T R_eff², no dashpot (LIGGGHTS `rolling_friction
+    /// epsd2`; Ai et al. 2011).
+    Epsd2,
 }
 
 /// The strainer's supports.
@@ -272,6 +286,9 @@ pub struct HertzSpec {
     /// Normal restitution coefficient (default: none = elastic).
     #[serde(default)]
     pub restitution: Option<f64>,
+    /// Surface energy γ [J/m²] of the DMT adhesion (default 0: none; Woo's `gamma`).
+    #[serde(default)]
+    pub surface_energy: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -1,5 +1,6 @@
 //! Hertz–Mindlin law with restitution damping (LIGGGHTS `pair gran model hertz tangential
-//! history`, Woo `HertzPhys` without adhesion, seed 004; laws-and-flows digest §1).
+//! history`, Woo `HertzPhys`, seed 004; laws-and-flows digest §1) and optional DMT adhesion
+//! (Woo `Law2_L6Geom_HertzPhys_DMT` with α = 0).
 //!
 //! With overlap δ = −u_N > 0, the pair constants of [`FrictPhys`] mean (mixed in
 //! `material.rs`, `PairMix::phys`):
@@ -25,6 +26,15 @@
 //! with the **total** normal force (elastic + viscous, as LIGGGHTS and LAMMPS); in slip the
 //! spring carries the limited force, ξ = F_T / S_T (see the step for why not the peers'
 //! rules, which differ from it only under a strong dashpot).
+//!
+//! DMT adhesion (Derjaguin, Muller & Toporov 1975; Johnson, Contact Mechanics §5.5; Woo
+//! `Cp2_FrictMat_HertzPhys.gamma`, seed 004): while the spheres overlap, a constant attraction
+//! F_a = 4π R* γ (the DMT pull-off force 2π R* Δγ with the work of adhesion Δγ = 2γ of two
+//! surfaces of surface energy γ, as Woo) is added to the Hertz + dashpot force (whose cut at
+//! zero does not apply to it); the contact ends when the overlap does (DMT: no neck). The
+//! Coulomb limit is μ times the net compressive force |min(F_N, 0)| (as Woo's law: adhesion
+//! lowers it; Thornton's μ (F_N + 2 F_a) is the other common choice). A free pair rests at
+//! kn δ^{3/2} = F_a; a sphere under a ceiling is held while m g < F_a.
 
 use super::super::geom::rotate_shear;
 use super::{select3, FrictLaw};
@@ -32,7 +42,12 @@ use crate::material::FrictPhys;
 use crate::V3;
 
 /// The Hertz–Mindlin law as a [`FrictLaw`] (`Hertz` materials; the shear history `fs` holds ξ).
-pub struct HertzMindlin;
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HertzMindlin {
+    /// Surface energy γ [J/m²] of the DMT adhesion (0: none); one per scene (Woo's functor
+    /// parameter, shared by the scene's `Hertz` materials).
+    pub surface_energy: f64,
+}
 
 impl FrictLaw for HertzMindlin {
     #[inline(always)]
@@ -46,6 +61,7 @@ impl FrictLaw for HertzMindlin {
         v12: V3,
         twist: f64,
         dt: f64,
+        r_eff: f64,
     ) -> (V3, V3) {
         let delta = (-u_n).max(0.0);
         let sd = delta.sqrt();
@@ -57,7 +73,9 @@ impl FrictLaw for HertzMindlin {
         let g_n = p.cn * sd.sqrt();
         // no pull without adhesion: the dashpot may not make the total force attractive
         // (LIGGGHTS `limitForce on`); the restitution relation below includes the cut
-        let f_n = (g_n * vn - p.kn * delta * sd).min(0.0);
+        // plus the DMT attraction F_a = 4π R* γ (module docs), not cut
+        let f_adh = 4.0 * std::f64::consts::PI * r_eff * self.surface_energy;
+        let f_n = (g_n * vn - p.kn * delta * sd).min(0.0) + f_adh;
         // γ_T = γ_N √(S_T / S_N), S_T / S_N = ks / (1.5 kn)
         let g_t = g_n * (p.ks / (1.5 * p.kn)).sqrt();
         // Coulomb |F_T| ≤ μ |F_N| on the whole tangential force (spring + dashpot) with the
@@ -71,12 +89,18 @@ impl FrictLaw for HertzMindlin {
         // rule when the dashpot is weak (C&O test 4, e = 0.98: within 3e-5).
         let s_t = p.ks * sd;
         let ft = xi * s_t + vt * g_t;
-        let max_ft = f_n.abs() * p.tan_phi;
+        let max_ft = f_n.min(0.0).abs() * p.tan_phi;
         let ft2 = ft.norm_squared();
         let slip = ft2 > max_ft * max_ft;
         let ft = ft * if slip { max_ft / ft2.sqrt() } else { 1.0 };
         let xi = select3(slip && s_t > 0.0, ft / s_t, xi);
         (n * f_n + ft, xi)
+    }
+
+    /// Mindlin S_T = 8 G* √(R* δ), stored as ks √δ.
+    #[inline(always)]
+    fn tangential_stiffness(&self, p: &FrictPhys, u_n: f64) -> f64 {
+        p.ks * (-u_n).max(0.0).sqrt()
     }
 }
 
@@ -171,7 +195,7 @@ mod tests {
         // F = kn δ^{3/2} on 1 along −n, for any δ (no damping, at rest)
         let p = phys(2e9, 1e9, 0.5, 0.0);
         for delta in [1e-8, 1e-6, 3e-5, 1e-4] {
-            let (f, _) = HertzMindlin.step(
+            let (f, _) = HertzMindlin::default().step(
                 &p,
                 V3::zeros(),
                 V3::x(),
@@ -180,6 +204,7 @@ mod tests {
                 V3::zeros(),
                 0.0,
                 1e-7,
+                1.0,
             );
             let want = 2e9 * f64::powf(delta, 1.5);
             assert!((f.x + want).abs() <= 1e-12 * want, "{delta}: {f}");
@@ -195,7 +220,17 @@ mod tests {
         let dt = 1e-7;
         // one step of sliding speed v: F_T = ks √δ v Δt
         let v = V3::new(0.0, 0.01, 0.0);
-        let (f, xi) = HertzMindlin.step(&p, V3::zeros(), V3::x(), V3::x(), -delta, v, 0.0, dt);
+        let (f, xi) = HertzMindlin::default().step(
+            &p,
+            V3::zeros(),
+            V3::x(),
+            V3::x(),
+            -delta,
+            v,
+            0.0,
+            dt,
+            1.0,
+        );
         let want = ks * delta.sqrt() * 0.01 * dt;
         assert!((f.y - want).abs() <= 1e-12 * want, "{f}");
         assert!((xi.y - 0.01 * dt).abs() < 1e-20);
@@ -203,7 +238,8 @@ mod tests {
         let mut xi = V3::zeros();
         let mut f = V3::zeros();
         for _ in 0..100_000 {
-            (f, xi) = HertzMindlin.step(&p, xi, V3::x(), V3::x(), -delta, v, 0.0, dt);
+            (f, xi) =
+                HertzMindlin::default().step(&p, xi, V3::x(), V3::x(), -delta, v, 0.0, dt, 1.0);
         }
         let fn_ = kn * delta.powf(1.5);
         assert!((f.y - mu * fn_).abs() <= 1e-12 * fn_, "{f}");
@@ -214,13 +250,56 @@ mod tests {
         let vap = V3::new(-0.1, 0.01, 0.0);
         let mut xi = V3::zeros();
         for _ in 0..100_000 {
-            (f, xi) = HertzMindlin.step(&pd, xi, V3::x(), V3::x(), -delta, vap, 0.0, dt);
+            (f, xi) =
+                HertzMindlin::default().step(&pd, xi, V3::x(), V3::x(), -delta, vap, 0.0, dt, 1.0);
         }
         let f_total = kn * delta.powf(1.5) + 50.0 * delta.powf(0.25) * 0.1;
         assert!(
             (f.y - mu * f_total).abs() <= 1e-9 * f_total,
             "{f} {f_total}"
         );
+    }
+
+    /// DMT: the constant attraction 4π R* γ is added to the Hertz force (not cut), and the
+    /// Coulomb limit is μ times the net compressive force (Woo's law).
+    #[test]
+    fn dmt_adds_a_constant_attraction_and_friction_sees_the_net_force() {
+        let (kn, ks, mu, gamma, r) = (2e9, 1.5e9, 0.3, 0.05, 1e-3);
+        let law = HertzMindlin {
+            surface_energy: gamma,
+        };
+        let p = phys(kn, ks, mu, 0.0);
+        let f_adh = 4.0 * std::f64::consts::PI * r * gamma;
+        for delta in [1e-9, 1e-7, 1e-6] {
+            let (f, _) = law.step(
+                &p,
+                V3::zeros(),
+                V3::x(),
+                V3::x(),
+                -delta,
+                V3::zeros(),
+                0.0,
+                1e-7,
+                r,
+            );
+            let want = -kn * delta.powf(1.5) + f_adh;
+            assert!(
+                (f.x - want).abs() <= 1e-12 * f_adh,
+                "{delta}: {f} vs {want}"
+            );
+        }
+        // sliding at overlap δ: |F_T| = μ (kn δ^{3/2} − F_a) while that is positive, else 0
+        let delta: f64 = 1e-6;
+        let v = V3::new(0.0, 0.01, 0.0);
+        let (mut f, mut xi) = (V3::zeros(), V3::zeros());
+        for _ in 0..100_000 {
+            (f, xi) = law.step(&p, xi, V3::x(), V3::x(), -delta, v, 0.0, 1e-7, r);
+        }
+        let net = kn * delta.powf(1.5) - f_adh;
+        assert!(net > 0.0);
+        assert!((f.y - mu * net).abs() <= 1e-9 * net, "{f} vs {}", mu * net);
+        let (f, _) = law.step(&p, xi, V3::x(), V3::x(), -1e-9, v, 0.0, 1e-7, r);
+        assert_eq!(f.y, 0.0, "net pull: no friction");
     }
 
     #[test]

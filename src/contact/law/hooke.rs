@@ -52,6 +52,7 @@ impl FrictLaw for Hooke {
         v12: V3,
         _twist: f64,
         dt: f64,
+        _r_eff: f64,
     ) -> (V3, V3) {
         let m_eff = p.cn;
         let vn = n.dot(&v12);
@@ -73,6 +74,12 @@ impl FrictLaw for Hooke {
         let xi_slip = (xi + d) * ratio - d;
         let xi = select3(slip, xi_slip, xi);
         (n * f_n + ft, xi)
+    }
+
+    /// LAMMPS kt.
+    #[inline(always)]
+    fn tangential_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
+        p.ks
     }
 }
 
@@ -102,6 +109,7 @@ mod tests {
             V3::new(-0.2, 0.0, 0.0),
             0.0,
             1e-6,
+            1.0,
         );
         assert!((f.x + (1.0 + 2e-3 * 50.0 * 0.2)).abs() < 1e-14, "{f}");
     }
@@ -114,7 +122,7 @@ mod tests {
             let mut xi = V3::zeros();
             let mut f = V3::zeros();
             for _ in 0..10_000 {
-                (f, xi) = h.step(&phys(2e-3), xi, V3::x(), V3::x(), -1e-4, v, 0.0, 1e-6);
+                (f, xi) = h.step(&phys(2e-3), xi, V3::x(), V3::x(), -1e-4, v, 0.0, 1e-6, 1.0);
             }
             let fn_el = 1.0;
             let fn_tot = 1.0 + 2e-3 * 50.0 * 0.2;

@@ -31,6 +31,7 @@ impl FrictLaw for CundallStrack {
         v12: V3,
         twist: f64,
         dt: f64,
+        _r_eff: f64,
     ) -> (V3, V3) {
         let vn = n.dot(&v12);
         let vt = v12 - n * vn;
@@ -44,6 +45,12 @@ impl FrictLaw for CundallStrack {
         let fs = fs * if fs2 > max_fs * max_fs { slip } else { 1.0 };
         (n * (fn_el + p.cn * vn) + fs, fs)
     }
+
+    /// Constant K_T (thesis eq. 2.46).
+    #[inline(always)]
+    fn tangential_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
+        p.ks
+    }
 }
 
 #[cfg(test)]
@@ -52,7 +59,7 @@ mod tests {
     use super::*;
 
     fn cundall_strack(st: &mut FrictState, n: V3, u_n: f64, v12: V3, twist: f64, dt: f64) -> V3 {
-        CundallStrack.apply(st, n, u_n, v12, twist, dt)
+        CundallStrack.apply(st, n, u_n, v12, twist, dt, 1.0)
     }
 
     fn state(tan_phi: f64) -> FrictState {

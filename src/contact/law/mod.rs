@@ -34,7 +34,8 @@ pub trait FrictLaw {
     /// Force on particle 1 and the new shear history, from the pair constants `p`, the shear
     /// history `fs` and normal `n_old` of the previous step, the current unit normal `n` (1→2),
     /// the normal displacement `u_n` (< 0 in compression), the relative velocity `v12` of 2's
-    /// material point with respect to 1's at the contact, the twist n·(ω1 + ω2) and Δt.
+    /// material point with respect to 1's at the contact, the twist n·(ω1 + ω2), Δt and the
+    /// effective radius R* = r1 r2/(r1 + r2) (a wall: the sphere's radius; adhesion).
     /// `self` holds the law's scene-wide constants (LAMMPS' pair coefficients; none for the
     /// laws whose constants are all per pair).
     #[allow(clippy::too_many_arguments)]
@@ -48,13 +49,28 @@ pub trait FrictLaw {
         v12: V3,
         twist: f64,
         dt: f64,
+        r_eff: f64,
     ) -> (V3, V3);
+
+    /// The tangential stiffness k_T [N/m] of a contact with pair constants `p` at normal
+    /// displacement `u_n`: the rolling spring of the EPSD model is k_T R_eff² (`rolling.rs`).
+    fn tangential_stiffness(&self, p: &FrictPhys, u_n: f64) -> f64;
 
     /// [`Self::step`] on a pair's stored history `st` (shear vector and normal updated in
     /// place): the force on particle 1. The scalar callers' form (walls, tests).
     #[inline(always)]
-    fn apply(&self, st: &mut FrictState, n: V3, u_n: f64, v12: V3, twist: f64, dt: f64) -> V3 {
-        let (f, fs) = self.step(&st.phys, st.fs, st.n_old, n, u_n, v12, twist, dt);
+    #[allow(clippy::too_many_arguments)]
+    fn apply(
+        &self,
+        st: &mut FrictState,
+        n: V3,
+        u_n: f64,
+        v12: V3,
+        twist: f64,
+        dt: f64,
+        r_eff: f64,
+    ) -> V3 {
+        let (f, fs) = self.step(&st.phys, st.fs, st.n_old, n, u_n, v12, twist, dt, r_eff);
         st.fs = fs;
         st.n_old = n;
         f
@@ -68,8 +84,9 @@ pub enum FrictLawKind {
     /// Linear Cundall–Strack (`Frict` materials, [`linear::CundallStrack`]).
     #[default]
     CundallStrack,
-    /// Hertz–Mindlin with restitution damping (`Hertz` materials, [`hertz::HertzMindlin`]).
-    HertzMindlin,
+    /// Hertz–Mindlin with restitution damping and optional DMT adhesion (`Hertz` materials,
+    /// [`hertz::HertzMindlin`]).
+    HertzMindlin(hertz::HertzMindlin),
     /// LAMMPS `pair gran/hooke/history` (`Hooke` materials, [`hooke::Hooke`]): constant kn, kt,
     /// γ_N, γ_T, Coulomb on the total or the elastic normal force.
     Hooke(hooke::Hooke),

@@ -1,33 +1,98 @@
-//! Rolling and twisting resistance, constant directional torque (LIGGGHTS `rolling_friction
-//! cdt`; Zhou et al. 1999 model A; laws-and-flows digest §2), added to any frictional law.
+//! Rolling and twisting resistance, added to any frictional law (laws-and-flows digest §2). Two
+//! models ([`RollModel`]):
 //!
-//! With the relative angular velocity ω_rel = ω1 − ω2 split about the contact normal n into a
-//! rolling part ω_r = ω_rel − (n·ω_rel) n and a twisting part ω_t = n·ω_rel, the moments on
-//! particle 1 are M_r = −μ_r R_eff |F_N| ω_r/|ω_r| and M_t = −μ_t R_eff |F_N| sign(ω_t) n
-//! (particle 2 gets the opposite), R_eff = r1 r2/(r1 + r2) (a wall: the sphere's radius).
-//! A solid sphere rolling on a plane decelerates at (5/7) μ_r g; spinning about the normal, at
-//! (5/2) μ_t g / r. The moment keeps its full size until the relative rotation reverses, so
-//! near rest it flips sign from step to step (the model's known chatter, amplitude
-//! μ_r R |F_N| Δt / I): a body held by it creeps at about that rate instead of resting
-//! exactly; the elastic–plastic spring model (EPSD, a per-contact moment history) is the one
-//! for statics and is not built yet.
+//! - **Constant directional torque** (LIGGGHTS `rolling_friction cdt`; Zhou et al. 1999 model
+//!   A). With the relative angular velocity ω_rel = ω1 − ω2 split about the contact normal n
+//!   into a rolling part ω_r = ω_rel − (n·ω_rel) n and a twisting part ω_t = n·ω_rel, the
+//!   moments on particle 1 are M_r = −μ_r R_eff |F_N| ω_r/|ω_r| and
+//!   M_t = −μ_t R_eff |F_N| sign(ω_t) n (particle 2 gets the opposite), R_eff = r1 r2/(r1 + r2)
+//!   (a wall: the sphere's radius). A solid sphere rolling on a plane decelerates at
+//!   (5/7) μ_r g; spinning about the normal, at (5/2) μ_t g / r. The moment keeps its full size
+//!   until the relative rotation reverses, so near rest it flips sign from step to step (the
+//!   model's known chatter, amplitude μ_r R |F_N| Δt / I): a body held by it creeps at about
+//!   that rate instead of resting exactly.
+//! - **Elastic–plastic spring** (EPSD: Ai, Chen, Rotter & Ooi 2011, Powder Technol. 206,
+//!   "model C", without its dashpot, i.e. LIGGGHTS `rolling_friction epsd2`; Woo `relRollStiff`,
+//!   `rollTanPhi`). A moment history M (on particle 1) grows by the relative rotation,
+//!   ΔM_r = −k_r ω_r Δt, with k_r = k_T R_eff² (k_T: the law's current tangential stiffness,
+//!   as LIGGGHTS epsd2), and is capped at |M_r| ≤ μ_r R_eff |F_N| (full mobilisation: then it
+//!   is the constant torque of cdt). Twisting: the same spring about n (stiffness k_r, cap
+//!   μ_t R_eff |F_N|; LIGGGHTS epsd2 has none, Woo applies one rule to both). The history is
+//!   carried with the contact frame like the shear force (the rolling part by
+//!   [`rotate_shear`], the twisting part as a component along n), lives in its own pair array
+//!   (`PairList::roll`) and travels with migrations and checkpoints. A body on an incline below
+//!   the rolling-friction angle rests exactly (no chatter).
 
 use super::select3;
+use crate::contact::geom::rotate_shear;
 use crate::V3;
 
-/// The scene's rolling and twisting resistance coefficients (both 0: off).
+/// Which rolling-resistance model (module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RollModel {
+    /// Constant directional torque (LIGGGHTS `cdt`): no history.
+    #[default]
+    ConstantTorque,
+    /// Elastic–plastic spring (LIGGGHTS `epsd2`): a moment history per contact.
+    Epsd,
+}
+
+/// The scene's rolling and twisting resistance: model and coefficients (both 0: off).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Rolling {
     /// Rolling friction coefficient μ_r (LIGGGHTS `coefficientRollingFriction`).
     pub mu_r: f64,
     /// Twisting friction coefficient μ_t.
     pub mu_t: f64,
+    pub model: RollModel,
 }
 
 impl Rolling {
     /// No resistance.
     pub fn is_off(&self) -> bool {
         self.mu_r == 0.0 && self.mu_t == 0.0
+    }
+
+    /// The contacts carry a moment history (`PairList::roll`): the EPSD model is on.
+    pub fn has_history(&self) -> bool {
+        !self.is_off() && self.model == RollModel::Epsd
+    }
+
+    /// EPSD (module docs): the new moment on particle 1 (−it on particle 2), which is also the
+    /// new history, from the history `m` and normal `n_old` of the previous step, the normal
+    /// `n` (1→2), the force `f` on particle 1, the angular velocities, R_eff, the law's
+    /// tangential stiffness `k_t` and Δt. Selects only (the batch kernel vectorises it).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn epsd(
+        &self,
+        m: V3,
+        n_old: V3,
+        n: V3,
+        f: V3,
+        (w1, w2): (V3, V3),
+        r_eff: f64,
+        k_t: f64,
+        dt: f64,
+    ) -> V3 {
+        let fn_abs = n.dot(&f).abs();
+        let w = w1 - w2;
+        let wt = n.dot(&w);
+        let wr = w - n * wt;
+        let k_r = k_t * r_eff * r_eff;
+        // the old moment carried with the contact frame: rolling part as a shear vector
+        // (tilt and mean spin of the normal), twisting part as its component along n
+        let m_t0 = n_old.dot(&m);
+        let m_r0 = m - n_old * m_t0;
+        let m_r = rotate_shear(m_r0, n_old, n, n.dot(&(w1 + w2)), dt) - wr * (k_r * dt);
+        let m_t = m_t0 - wt * (k_r * dt);
+        // caps: |M_r| ≤ μ_r R_eff |F_N|, |M_t| ≤ μ_t R_eff |F_N| (radial return)
+        let (cap_r, cap_t) = (self.mu_r * r_eff * fn_abs, self.mu_t * r_eff * fn_abs);
+        let mr2 = m_r.norm_squared();
+        let over = mr2 > cap_r * cap_r;
+        let m_r = m_r * if over { cap_r / mr2.sqrt() } else { 1.0 };
+        let m_t = m_t.max(-cap_t).min(cap_t);
+        m_r + n * m_t
     }
 
     /// The moment on particle 1 (−it on particle 2) of a contact with normal `n` (1→2), force
@@ -61,6 +126,7 @@ mod tests {
         let r = Rolling {
             mu_r: 0.1,
             mu_t: 0.05,
+            model: RollModel::ConstantTorque,
         };
         let n = V3::z();
         let f = V3::new(0.3, 0.0, -2.0); // |F_N| = 2
@@ -72,5 +138,118 @@ mod tests {
         let m2 = r.moment(n, f, V3::zeros(), V3::new(0.0, 5.0, 1.0), 0.5);
         assert!((m2 + m).norm() < 1e-15);
         assert!(Rolling::default().is_off() && !r.is_off());
+    }
+
+    /// EPSD under a relative rotation about a fixed tangent: the moment grows as −k_r θ up to
+    /// the cap μ_r R |F_N|, holds there, and unloads elastically (slope k_r) when the rotation
+    /// reverses, down to the opposite cap: the elastic–plastic loop of Ai et al. (2011)
+    /// model C without its dashpot.
+    #[test]
+    fn epsd_is_an_elastic_plastic_spring() {
+        let r = Rolling {
+            mu_r: 0.1,
+            mu_t: 0.05,
+            model: RollModel::Epsd,
+        };
+        assert!(r.has_history() && !Rolling::default().has_history());
+        let (n, f) = (V3::z(), V3::new(0.3, 0.0, -2.0)); // |F_N| = 2
+        let (r_eff, k_t, dt, w) = (0.5, 1.0, 1e-3, 2.0);
+        let k_r = k_t * r_eff * r_eff; // 0.25 N m / rad; the cap 0.1 · 0.5 · 2 = 0.1 N m
+        let cap = 0.1 * r_eff * 2.0;
+        let step = |m: V3, wy: f64| {
+            r.epsd(
+                m,
+                n,
+                n,
+                f,
+                (V3::new(0.0, wy, 0.0), V3::zeros()),
+                r_eff,
+                k_t,
+                dt,
+            )
+        };
+        let mut m = V3::zeros();
+        // loading: 0.1 / (0.25 · 2e-3) = 200 steps to the cap
+        for k in 1..=150 {
+            m = step(m, w);
+            assert!(
+                (m.y + k_r * w * dt * k as f64).abs() < 1e-12,
+                "step {k}: {m}"
+            );
+            assert_eq!((m.x, m.z), (0.0, 0.0));
+        }
+        for _ in 0..100 {
+            m = step(m, w);
+        }
+        assert!((m.y + cap).abs() < 1e-15, "capped: {m}");
+        // unloading: elastic from the cap, through zero at 200 steps, to +cap at 400
+        for k in 1..=200 {
+            m = step(m, -w);
+            assert!(
+                (m.y - (-cap + k_r * w * dt * k as f64)).abs() < 1e-12,
+                "unload {k}: {m}"
+            );
+        }
+        assert!(m.y.abs() < 1e-12);
+        for _ in 0..250 {
+            m = step(m, -w);
+        }
+        assert!((m.y - cap).abs() < 1e-15, "the opposite cap: {m}");
+        // twisting: its own spring (stiffness k_r) and cap μ_t R |F_N| along n
+        let mut m = V3::zeros();
+        let spin = |m: V3| {
+            r.epsd(
+                m,
+                n,
+                n,
+                f,
+                (V3::new(0.0, 0.0, w), V3::zeros()),
+                r_eff,
+                k_t,
+                dt,
+            )
+        };
+        m = spin(m);
+        assert!((m - V3::new(0.0, 0.0, -k_r * w * dt)).norm() < 1e-15);
+        for _ in 0..200 {
+            m = spin(m);
+        }
+        assert!((m.z + 0.05 * r_eff * 2.0).abs() < 1e-15, "twist cap: {m}");
+    }
+
+    /// The EPSD history turns with the contact: a rigid rotation of the pair (normal turning
+    /// at Ω, both spheres spinning at Ω) keeps the rolling moment's length and its tangency and
+    /// the twisting moment along the normal, and adds nothing (no relative rotation).
+    #[test]
+    fn epsd_history_follows_a_rigid_rotation_of_the_pair() {
+        let r = Rolling {
+            mu_r: 1.0,
+            mu_t: 1.0,
+            model: RollModel::Epsd,
+        };
+        let (dt, omega) = (1e-3, 2.0);
+        let spin = V3::new(0.0, 0.0, omega);
+        let f = |n: V3| -n * 100.0; // caps far away
+        let mut n_old = V3::x();
+        let mut m = V3::new(0.0, 0.3, 0.0) + n_old * 0.2; // rolling 0.3 along y, twist 0.2
+        for k in 1..=500 {
+            let a = omega * dt * k as f64;
+            let n = V3::new(a.cos(), a.sin(), 0.0);
+            m = r.epsd(m, n_old, n, f(n), (spin, spin), 0.5, 1e3, dt);
+            n_old = n;
+        }
+        let a = omega * dt * 500.0;
+        let n = V3::new(a.cos(), a.sin(), 0.0);
+        let m_t = n.dot(&m);
+        let m_r = m - n * m_t;
+        assert!((m_t - 0.2).abs() < 1e-12, "twist {m_t}");
+        assert!((m_r.norm() - 0.3).abs() < 1e-12, "|M_r| {}", m_r.norm());
+        // turned with the pair: the tangent (−sin a, cos a, 0) within the first-order error
+        let t = V3::new(-a.sin(), a.cos(), 0.0);
+        assert!(
+            (m_r - t * 0.3).norm() < 1e-3 * 0.3,
+            "M_r {m_r} vs {}",
+            t * 0.3
+        );
     }
 }
