@@ -96,6 +96,11 @@ fn incline_holds_below_friction_angle() {
     let f = s.stats().mesh_force[0].0;
     let (fn_, ft) = (-f.dot(&n), (f - n * f.dot(&n)).norm()); // force on the mesh
     let mg = mass() * G;
+    eprintln!(
+        "incline hold: moved {moved:e} m, normal {:e} and tangential {:e} relative",
+        rel(fn_, mg * theta.cos()),
+        rel(ft, mg * theta.sin())
+    );
     assert!(
         rel(fn_, mg * theta.cos()) < 1e-3,
         "normal {fn_} vs {}",
@@ -119,6 +124,10 @@ fn incline_slides_above_friction_angle() {
     steps(&mut s, 5_000);
     let a = G * (theta.sin() - PHI.tan() * theta.cos());
     let a_meas = (s.ps.vel[0].norm() - v0) / 0.05;
+    eprintln!(
+        "incline slide: a = {a_meas} m/s² vs {a} ({:e} relative)",
+        rel(a_meas, a)
+    );
     assert!(rel(a_meas, a) < 0.01, "acceleration {a_meas} vs {a}");
     assert!(s.ps.vel[0].x < 0.0, "slides down the slope");
 }
