@@ -12,6 +12,7 @@ use crate::contact::store::Candidate;
 use crate::particles::Particles;
 use crate::V3;
 use nalgebra::{Matrix3, Rotation3, Unit};
+use rayon::prelude::*;
 
 /// Most triangles of all meshes of a scene together (every rank holds them all: ~170 bytes
 /// each, 170 MB per rank at the limit).
@@ -186,10 +187,6 @@ pub struct MeshSet {
     /// Current time, and the time of the last neighbour rebuild.
     pub time: f64,
     ref_time: f64,
-    /// Broad-phase scratch: the last query that saw each triangle, and the last query's
-    /// number (kept across rebuilds: a stamp never matches a later query by accident).
-    stamp: Vec<u32>,
-    query: u32,
 }
 
 impl MeshSet {
@@ -204,7 +201,6 @@ impl MeshSet {
                 .extend(std::iter::repeat_n(m as u16, mesh.body.len()));
         }
         s.normal = vec![V3::zeros(); s.tri.len()];
-        s.stamp = vec![u32::MAX; s.tri.len()];
         s.meshes = meshes;
         s.pose = vec![(Matrix3::identity(), V3::zeros()); s.meshes.len()];
         s.vel = vec![(V3::zeros(), V3::zeros()); s.meshes.len()];
@@ -272,8 +268,10 @@ impl MeshSet {
     }
 
     /// Sphere–triangle candidates at a rebuild: owned spheres whose gap to a triangle is
-    /// < `skin`, appended to `out` as (gid, `n_walls` + facet). The sphere's centre is taken
-    /// into the mesh's body frame, where the grid was built once. Marks the rebuild time.
+    /// < `skin`, appended to `out` as (gid, `n_walls` + facet) (in chunks of spheres on the
+    /// rayon pool; the order is the chunks', and the pair list is put in key order anyway). The
+    /// sphere's centre is taken into the mesh's body frame, where the grid was built once.
+    /// Marks the rebuild time.
     pub fn candidates(
         &mut self,
         ps: &Particles,
@@ -282,47 +280,64 @@ impl MeshSet {
         out: &mut Vec<Candidate>,
     ) {
         self.ref_time = self.time;
-        if self.query > u32::MAX - (ps.n_owned as u32).saturating_mul(self.meshes.len() as u32) - 1
-        {
-            self.stamp.fill(u32::MAX);
-            self.query = 0;
-        }
-        let mut query = self.query;
-        for (m, mesh) in self.meshes.iter().enumerate() {
-            let (r, s) = self.pose[m];
-            let rt = r.transpose();
-            for i in 0..ps.n_owned {
-                let (c0, rad) = (rt * (ps.pos[i] - s), ps.radius[i]);
-                let reach = rad + skin;
-                query += 1;
-                let stamp = &mut self.stamp;
-                mesh.grid
-                    .query(c0 - V3::repeat(reach), c0 + V3::repeat(reach), |k| {
-                        let t = mesh.first as usize + k as usize;
-                        if stamp[t] == query {
-                            return;
-                        }
-                        stamp[t] = query;
-                        let b = &mesh.body[k as usize];
-                        // the plane's distance bounds the triangle's from below: a cheap
-                        // rejection of most of them
-                        let h = (c0 - b[0]).dot(&mesh.body_normal[k as usize]);
-                        if h.abs() - rad >= skin {
-                            return;
-                        }
-                        let (q, _) = geom::closest_point(c0, b[0], b[1], b[2]);
-                        if (c0 - q).norm() - rad < skin {
-                            out.push(Candidate {
+        const CHUNK: usize = 1024;
+        let n = ps.n_owned;
+        let parts: Vec<Vec<Candidate>> = (0..n.div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let (mut found, mut seen) = (Vec::new(), Vec::new());
+                for i in c * CHUNK..((c + 1) * CHUNK).min(n) {
+                    for (m, mesh) in self.meshes.iter().enumerate() {
+                        self.sphere_candidates(m, mesh, ps, i, skin, &mut seen, |t| {
+                            found.push(Candidate {
                                 key: (ps.gid[i], (n_walls + t) as u64),
                                 i: i as u32,
                                 j: (n_walls + t) as u32,
                                 near: true,
-                            });
-                        }
-                    });
+                            })
+                        });
+                    }
+                }
+                found
+            })
+            .collect();
+        for p in parts {
+            out.extend(p);
+        }
+    }
+
+    /// The triangles of mesh `m` within `skin` of sphere i (`seen`: scratch), by their index
+    /// among all meshes' triangles.
+    #[allow(clippy::too_many_arguments)]
+    fn sphere_candidates(
+        &self,
+        m: usize,
+        mesh: &Mesh,
+        ps: &Particles,
+        i: usize,
+        skin: f64,
+        seen: &mut Vec<u32>,
+        mut found: impl FnMut(usize),
+    ) {
+        let (r, s) = self.pose[m];
+        let (c0, rad) = (r.transpose() * (ps.pos[i] - s), ps.radius[i]);
+        let reach = V3::repeat(rad + skin);
+        seen.clear();
+        mesh.grid.query(c0 - reach, c0 + reach, |k| seen.push(k));
+        seen.sort_unstable();
+        seen.dedup(); // a triangle is listed in every cell its box meets
+        for &k in seen.iter() {
+            let b = &mesh.body[k as usize];
+            // the plane's distance bounds the triangle's from below: a cheap rejection
+            let h = (c0 - b[0]).dot(&mesh.body_normal[k as usize]);
+            if h.abs() - rad >= skin {
+                continue;
+            }
+            let (q, _) = geom::closest_point(c0, b[0], b[1], b[2]);
+            if (c0 - q).norm() - rad < skin {
+                found(mesh.first as usize + k as usize);
             }
         }
-        self.query = query;
     }
 }
 
