@@ -4,8 +4,9 @@
 # missing packages and rustup for a missing toolchain/component.
 #
 #   scripts/setup.sh            # install what is missing
-#   scripts/setup.sh --peers    # also the peer codes the benchmarks run (LIGGGHTS: with its
-#                               # VTK and Qt dependencies ~115 packages, so not for CI)
+#   scripts/setup.sh --peers    # also the peer codes the benchmarks run (LIGGGHTS and Yade:
+#                               # with their VTK, Qt, Python dependencies hundreds of packages,
+#                               # so not for CI)
 #   DEMHPC_SKIP_SETUP=1 ...     # (honoured by run.sh / test.sh) skip this step
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,10 +22,10 @@ PACKAGES=(
     shellcheck
     python3-h5py python3-numpy python3-matplotlib
 )
-# Peers for the side-by-side benchmarks only (bench/liggghts_hertz.sh); LAMMPS above is also
-# a test reference (bench/lammps_hooke_reference.sh).
+# Peers for the side-by-side benchmarks only (bench/liggghts_hertz.sh, bench/yade_cpm.sh);
+# LAMMPS above is also a test reference (bench/lammps_hooke_reference.sh).
 if [ "${1:-}" = --peers ]; then
-    PACKAGES+=(liggghts)
+    PACKAGES+=(liggghts yade)
 fi
 
 log() { printf 'setup: %s\n' "$*" >&2; }

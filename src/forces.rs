@@ -678,8 +678,10 @@ impl SlotWriter {
     /// A writer made for one task ([`ForceSlots::task_writer`]): add pair
     /// k's result to the task's accumulators: +F, T1 on particle i, −F, T2 on particle j
     /// (owned sides only); remember F. Each task is run by one thread at a time and owns its
-    /// accumulators; pair k belongs to one task.
-    #[inline]
+    /// accumulators; pair k belongs to one task. Always inlined: as a call from the CPM loop
+    /// it took 11 % of the CPM contact phase (three force vectors through the stack per pair);
+    /// inlined, CPM −6 %, chute contact −5 % (measured, bench/yade_cpm.sh and the chute).
+    #[inline(always)]
     pub fn accumulate(&self, k: usize, i: usize, j: usize, f: V3, t1: V3, t2: V3) {
         if !self.pair_f.is_null() {
             assert!(k < self.n_pair_f);
