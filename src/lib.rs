@@ -14,6 +14,7 @@ pub mod integrate;
 pub mod io;
 pub mod kernel;
 pub mod material;
+pub mod mesh;
 pub mod particles;
 pub mod run;
 pub mod scene;

@@ -511,6 +511,7 @@ fn info(file: &Path, verify: bool) -> Result<(), Error> {
         max_gid: s.summary.n,
         n_materials: s.materials.len(),
         n_walls: s.walls.len(),
+        n_facets: s.meshes.iter().map(|m| m.body.len()).sum(),
     });
     match checkpoint::inspect(file, &i, limits) {
         Ok(what) => {

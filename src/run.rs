@@ -276,9 +276,10 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     sim.comm.agree(made)?;
     let series_path = out_dir.join("series.csv");
     let n_walls = sim.walls.len();
+    let n_meshes = sim.meshes.meshes.len();
     let series = match (root, opts.restart.is_some()) {
-        (true, false) => Series::create(&series_path, n_walls).map(Some),
-        (true, true) => Series::resume(&series_path, n_walls, sim.step).map(Some),
+        (true, false) => Series::create(&series_path, n_walls, n_meshes).map(Some),
+        (true, true) => Series::resume(&series_path, n_walls, n_meshes, sim.step).map(Some),
         (false, _) => Ok(None),
     };
     let mut series = sim.comm.agree(series)?;
@@ -736,6 +737,7 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
         max_gid: scene.summary.n,
         n_materials: scene.materials.len(),
         n_walls: scene.walls.len(),
+        n_facets: scene.meshes.iter().map(|m| m.body.len()).sum(),
     };
     let mut sim =
         Simulation::new_restart(scene, opts.mpi, opts.grid, (info.bbox_lo, info.bbox_hi))?;

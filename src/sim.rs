@@ -4,6 +4,7 @@
 //! No I/O here: the driver in `io::run` writes outputs between steps.
 
 use crate::collide::{self, CellGrid};
+use crate::contact::facet::FacetPairs;
 use crate::contact::store::{Candidate, ContactState, PairList};
 use crate::contact::{self, Wall};
 use crate::domain::balance;
@@ -17,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::forces::ForceSlots;
 use crate::integrate;
 use crate::material::{CpmMat, Material, MixTable};
+use crate::mesh::MeshSet;
 use crate::particles::{Particles, PermuteScratch, BLOCK_ALL};
 use crate::scene::schema::BalanceSpec;
 use crate::scene::Scene;
@@ -55,6 +57,9 @@ pub struct Stats {
     pub max_overlap_rel: f64,
     /// Force exerted by the spheres on each wall.
     pub wall_force: Vec<V3>,
+    /// Force and torque (about its centre: `mesh::Mesh::centre0` moved with it) exerted by the
+    /// spheres on each mesh.
+    pub mesh_force: Vec<(V3, V3)>,
 }
 
 /// One rank's share of a checkpoint, as `io::checkpoint` reads it.
@@ -114,6 +119,10 @@ struct EngineState {
     links_created: bool,
     n_links0: u64,
     strainer: Option<UniaxialStrainer>,
+    /// Time of the last neighbour rebuild, from which the Verlet bound of the meshes' motion
+    /// counts (scenes with meshes; absent in older files and scenes without: serde default).
+    #[serde(default)]
+    mesh_ref_time: Option<f64>,
 }
 
 #[derive(Clone)]
@@ -123,6 +132,10 @@ pub struct Simulation {
     /// The materials' pair parameters, mixed once (`MixTable`).
     pub mix: MixTable,
     pub walls: Vec<Wall>,
+    /// Triangle meshes (every rank holds them all) at the current time.
+    pub meshes: MeshSet,
+    /// Facet groups of the wall pair list and their per-pair geometry (`contact::facet`).
+    facets: FacetPairs,
     pub ps: Particles,
     pub domain: Domain,
     pub gravity: V3,
@@ -603,6 +616,8 @@ impl Simulation {
             materials: scene.materials,
             wall_ref: scene.walls.iter().map(|w| w.point).collect(),
             walls: scene.walls,
+            meshes: MeshSet::new(scene.meshes),
+            facets: FacetPairs::default(),
             ps: mine,
             domain: scene.domain,
             gravity: scene.gravity,
@@ -706,7 +721,14 @@ impl Simulation {
             self.wall_pairs.absorb(k, st);
         }
         self.check_conservation()?;
+        // the meshes at their pose of the last rebuild, as the spheres (the same candidates and
+        // Verlet bound as the uninterrupted run), then at the checkpoint's time
+        let mesh_ref = ron::from_str::<EngineState>(&r.engines)
+            .ok()
+            .and_then(|e| e.mesh_ref_time);
+        self.meshes.set_time(mesh_ref.unwrap_or(r.time));
         self.rebuild_structure(true);
+        self.meshes.set_time(r.time);
         for i in 0..n {
             let g = self.ps.gid[i];
             let k = current
@@ -735,6 +757,12 @@ impl Simulation {
         &self.reference
     }
 
+    /// Geometry of the facet pairs at the last step, aligned with [`Self::wall_pairs`] (entries
+    /// of plane-wall pairs are unused; empty without meshes).
+    pub fn facet_hits(&self) -> &[contact::facet::Hit] {
+        &self.facets.hit
+    }
+
     /// Wall positions at the last neighbour rebuild.
     pub fn wall_reference(&self) -> &[V3] {
         &self.wall_ref
@@ -747,13 +775,14 @@ impl Simulation {
 
     /// Engine and controller state as RON text, for checkpoints (empty: no CPM, no engines).
     pub fn engine_state(&self) -> String {
-        if self.cpm.is_none() && self.strainer.is_none() {
+        if self.cpm.is_none() && self.strainer.is_none() && self.meshes.is_empty() {
             return String::new();
         }
         let e = EngineState {
             links_created: self.cpm.as_ref().is_some_and(|c| c.links_created),
             n_links0: self.cpm.as_ref().map_or(0, |c| c.n_links0),
             strainer: self.strainer.clone(),
+            mesh_ref_time: (!self.meshes.is_empty()).then(|| self.meshes.ref_time()),
         };
         ron::to_string(&e).unwrap_or_default()
     }
@@ -930,10 +959,15 @@ impl Simulation {
         self.pairs.fold_images(ps.n_owned, &self.origin);
         debug_assert_eq!(lost, 0, "a real contact was not a candidate");
         collide::wall_candidates(ps, &self.walls, self.skin, &mut self.wall_cands);
+        let n_walls = self.walls.len();
+        self.meshes
+            .candidates(ps, self.skin, n_walls, &mut self.wall_cands);
         let lost_w = self
             .wall_pairs
             .merge(&self.wall_cands, false, check, |k| is_owned(k.0));
         debug_assert_eq!(lost_w, 0, "a real wall contact was not a candidate");
+        self.facets
+            .build(&mut self.wall_pairs, n_walls, &self.meshes);
         self.slots
             .build(ps.n_owned, &self.pairs, &self.wall_pairs, canonical);
         self.reference.clear();
@@ -1034,6 +1068,7 @@ impl Simulation {
         }
         let (ps, mix, dt) = (&self.ps, &self.mix, self.dt);
         let (pairs, wall_pairs, walls) = (&mut self.pairs, &mut self.wall_pairs, &self.walls);
+        let (meshes, facets) = (&self.meshes, &mut self.facets);
         let (cpm, skin) = (&self.cpm, self.skin);
         // Sphere and wall pairs write disjoint buffers: one parallel region for both, so that
         // no sequential gap lets an idle worker fall asleep between them (waking one costs
@@ -1053,7 +1088,21 @@ impl Simulation {
                     contact::cpm_pairs(pairs, sl, out, ps, &c.mats, dt, cs)
                 }
             },
-            || contact::wall_pairs(wall_pairs, &sl.wall_slot, out, ps, walls, mix, dt),
+            || {
+                contact::wall_pairs(wall_pairs, &sl.wall_slot, out, ps, walls, mix, dt);
+                let nw = walls.len();
+                contact::facet::facet_pairs(
+                    wall_pairs,
+                    facets,
+                    &sl.wall_slot,
+                    out,
+                    ps,
+                    meshes,
+                    nw,
+                    mix,
+                    dt,
+                );
+            },
         );
         self.slots.fold_deferred();
         let t2 = Instant::now();
@@ -1115,6 +1164,12 @@ impl Simulation {
             w.point += w.vel * self.dt;
             wall_d2 = wall_d2.max((w.point - r).norm_squared());
         }
+        if !self.meshes.is_empty() {
+            // the pose is a function of time (no drift); its move since the last rebuild
+            // counts as a wall's in the Verlet trigger
+            self.meshes.set_time(self.time + self.dt);
+            wall_d2 = wall_d2.max(self.meshes.max_displacement().powi(2));
+        }
         let t3 = Instant::now();
         self.refresh_ghosts();
         // Verlet trigger (thesis eq. 2.10–2.12, `collide::still_valid`) on the displacements
@@ -1146,7 +1201,7 @@ impl Simulation {
         };
         self.stop_agreed = m[1] > 0.0;
         self.checkpoint_agreed = m[2] > 0.0;
-        let walls = (!self.walls.is_empty()).then_some(wall_d2);
+        let walls = (!self.walls.is_empty() || !self.meshes.is_empty()).then_some(wall_d2);
         self.need_rebuild = !collide::still_valid(&moved, walls, self.skin);
         self.want_box = !self.need_rebuild && collide::box_wanted(moved.d2max, self.skin);
         self.step += 1;
@@ -1208,8 +1263,9 @@ impl Simulation {
         );
         let ps = &self.ps;
         let nw = self.walls.len();
-        // [ke_t, ke_r, Σ|F_c|, Σ|F| over free particles, wall forces…]
-        let mut sums = vec![ExactSum::new(); 4 + 3 * nw];
+        let nm = self.meshes.meshes.len();
+        // [ke_t, ke_r, Σ|F_c|, Σ|F| over free particles, wall forces…, mesh forces and torques…]
+        let mut sums = vec![ExactSum::new(); 4 + 3 * nw + 6 * nm];
         let sum3 = || std::array::from_fn::<_, 3, _>(|_| ExactSum::new());
         // per chunk of particles: [ke_t, ke_r, Σ|F| over free particles], free particles
         let ([ke_t, ke_r, f_free], n_free) = par_fold(
@@ -1256,11 +1312,23 @@ impl Simulation {
                 n_contacts += 1;
                 let f = self.slots.wall_force(k);
                 sums[2].add(f.norm());
-                for a in 0..3 {
-                    sums[4 + 3 * w + a].add(f[a]);
-                }
-                let wall = &self.walls[w];
-                let ov = ps.radius[i] - (ps.pos[i] - wall.point).dot(&wall.normal);
+                let ov = if w < nw {
+                    for a in 0..3 {
+                        sums[4 + 3 * w + a].add(f[a]);
+                    }
+                    let wall = &self.walls[w];
+                    ps.radius[i] - (ps.pos[i] - wall.point).dot(&wall.normal)
+                } else {
+                    let h = &self.facets.hit[k];
+                    let m = self.meshes.mesh_of[w - nw] as usize;
+                    let t = (h.q - self.meshes.centre[m]).cross(&f);
+                    let at = 4 + 3 * nw + 6 * m;
+                    for a in 0..3 {
+                        sums[at + a].add(f[a]);
+                        sums[at + 3 + a].add(t[a]);
+                    }
+                    -h.u_n
+                };
                 max_ov = max_ov.max(ov / ps.radius[i]);
             }
         }
@@ -1279,6 +1347,15 @@ impl Simulation {
             max_overlap_rel: max_ov,
             wall_force: (0..nw)
                 .map(|w| V3::new(v[4 + 3 * w], v[5 + 3 * w], v[6 + 3 * w]))
+                .collect(),
+            mesh_force: (0..nm)
+                .map(|m| {
+                    let a = 4 + 3 * nw + 6 * m;
+                    (
+                        V3::new(v[a], v[a + 1], v[a + 2]),
+                        V3::new(v[a + 3], v[a + 4], v[a + 5]),
+                    )
+                })
                 .collect(),
         }
     }
@@ -1306,8 +1383,11 @@ impl Simulation {
             let st = &self.wall_pairs.state[k];
             if self.wall_pairs.active[k] {
                 let i = self.wall_pairs.i[k] as usize;
-                let w = &self.walls[self.wall_pairs.j[k] as usize];
-                let u_n = ((ps.pos[i] - w.point).dot(&w.normal) - ps.radius[i]).min(0.0);
+                let u_n = match self.walls.get(self.wall_pairs.j[k] as usize) {
+                    Some(w) => (ps.pos[i] - w.point).dot(&w.normal) - ps.radius[i],
+                    None => self.facets.hit[k].u_n, // a mesh facet
+                }
+                .min(0.0);
                 e.add(0.5 * st.phys.kn * u_n * u_n + shear(st));
             }
         }

@@ -202,6 +202,35 @@ bad!(
     13,
     "expected `id type diameter density x y z`"
 );
+// Meshes (issue 21): placed at the mesh's `file` field, naming the STL file, the triangle and
+// its line in that file.
+bad!(
+    mesh_degenerate,
+    At::Scene,
+    9,
+    "meshes[0].file: mesh_degenerate.stl: triangle 1 (line 9): zero area"
+);
+bad!(
+    mesh_duplicate,
+    At::Scene,
+    9,
+    "mesh_duplicate.stl: triangle 2 (line 16): duplicate of triangle 0"
+);
+bad!(
+    mesh_nan,
+    At::Scene,
+    9,
+    "mesh_nan.stl: triangle 0 (line 2): vertex 1 is not finite"
+);
+bad!(mesh_not_stl, At::Scene, 9, "neither ASCII STL");
+bad!(
+    mesh_syntax,
+    At::Scene,
+    9,
+    "mesh_syntax.stl: triangle 0 (line 6): expected a number, found `vertex`"
+);
+bad!(mesh_missing_file, At::Scene, 9, "no_such_mesh.stl");
+bad!(mesh_zero_axis, At::Scene, 10, "meshes[0].motion.axis");
 // Walls.
 bad!(unknown_wall_material, At::Scene, 8, "walls[0].material");
 bad!(zero_normal, At::Scene, 10, "walls[0].normal");

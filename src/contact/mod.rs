@@ -4,6 +4,7 @@
 //! alone, so its bits do not depend on how the pairs are split among threads.
 
 mod batch;
+pub mod facet;
 pub mod geom;
 pub mod law;
 pub mod store;
@@ -429,7 +430,8 @@ pub fn cpm_pair(
     }
 }
 
-/// Sphere–wall contact loop of one step (the wall is particle 1, digest A5.1).
+/// Sphere–wall contact loop of one step (the wall is particle 1, digest A5.1): the plane walls;
+/// pairs with a wall index past them are mesh facets, run by [`facet::facet_pairs`].
 #[allow(clippy::too_many_arguments)]
 pub fn wall_pairs(
     pairs: &mut PairList,
@@ -455,6 +457,9 @@ pub fn wall_pairs(
             let base = c * CHUNK;
             for k in 0..st.len() {
                 let (i, w) = (ii[base + k] as usize, ww[base + k] as usize);
+                if w >= walls.len() {
+                    continue; // a mesh facet (`facet::facet_pairs`)
+                }
                 let was_active = act[k];
                 let m = &mut m_roll[k];
                 let r = wall_pair(&mut act[k], &mut st[k], m, ps, &walls[w], mix, dt, i);

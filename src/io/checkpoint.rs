@@ -1113,12 +1113,14 @@ fn v3(v: &[f64], k: usize) -> V3 {
 }
 
 /// What the scene allows in a checkpoint of it: gids below `max_gid`, material indices below
-/// `n_materials`, wall indices below `n_walls`.
+/// `n_materials`, `n_walls` plane walls, wall-contact indices below `n_walls + n_facets` (mesh
+/// facets are wall contacts too, `contact::facet`).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub max_gid: u64,
     pub n_materials: usize,
     pub n_walls: usize,
+    pub n_facets: usize,
 }
 
 /// One particle row as read, checked against the limits: `Err` says what is impossible.
@@ -1541,10 +1543,12 @@ fn read_local_h5(
         let roll = read_roll(&d_roll, off, rows)?;
         for &k in &mine {
             let key = (g[k], wi[k]);
-            if key.1 >= lim.n_walls as u64 {
+            if key.1 >= (lim.n_walls + lim.n_facets) as u64 {
                 return Err(Fault::Damaged(format!(
-                    "wall_contacts/wall: contact {key:?} names wall {} of {}",
-                    key.1, lim.n_walls
+                    "wall_contacts/wall: contact {key:?} names wall {} of {} (walls and mesh \
+                     facets)",
+                    key.1,
+                    lim.n_walls + lim.n_facets
                 )));
             }
             let row = &st[s * k..s * (k + 1)];
@@ -1700,6 +1704,7 @@ pub fn inspect(path: &Path, info: &CheckpointInfo, limits: Option<Limits>) -> Re
                 max_gid: u64::MAX,
                 n_materials: u16::MAX as usize + 1,
                 n_walls,
+                n_facets: crate::mesh::MAX_FACETS,
             }
         }
     };

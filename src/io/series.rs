@@ -55,26 +55,36 @@ impl Csv {
 
 pub struct Series(Csv);
 
-fn series_header(n_walls: usize) -> String {
+/// The columns; `n_meshes`: force and torque (about the mesh's centre) per mesh after the walls.
+fn series_header(n_walls: usize, n_meshes: usize) -> String {
     let mut head =
         String::from("step,time_s,dt_s,ke_trans_J,ke_rot_J,n_contacts,unbalanced,max_overlap_rel");
     for w in 0..n_walls {
         head += &format!(",wall{w}_fx_N,wall{w}_fy_N,wall{w}_fz_N");
     }
+    for m in 0..n_meshes {
+        head += &format!(
+            ",mesh{m}_fx_N,mesh{m}_fy_N,mesh{m}_fz_N,mesh{m}_tx_Nm,mesh{m}_ty_Nm,mesh{m}_tz_Nm"
+        );
+    }
     head
 }
 
 impl Series {
-    pub fn create(path: &Path, n_walls: usize) -> Result<Self> {
-        Ok(Series(Csv::open(path, &series_header(n_walls), None)?))
+    pub fn create(path: &Path, n_walls: usize, n_meshes: usize) -> Result<Self> {
+        Ok(Series(Csv::open(
+            path,
+            &series_header(n_walls, n_meshes),
+            None,
+        )?))
     }
 
     /// Continue the series of a restarted run at `step` (a missing file is created: restart
     /// into a new output directory).
-    pub fn resume(path: &Path, n_walls: usize, step: u64) -> Result<Self> {
+    pub fn resume(path: &Path, n_walls: usize, n_meshes: usize, step: u64) -> Result<Self> {
         Ok(Series(Csv::open(
             path,
-            &series_header(n_walls),
+            &series_header(n_walls, n_meshes),
             Some(step),
         )?))
     }
@@ -86,6 +96,12 @@ impl Series {
         );
         for f in &s.wall_force {
             line += &format!(",{:.9e},{:.9e},{:.9e}", f.x, f.y, f.z);
+        }
+        for (f, t) in &s.mesh_force {
+            line += &format!(
+                ",{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e}",
+                f.x, f.y, f.z, t.x, t.y, t.z
+            );
         }
         self.0.line(&line)
     }

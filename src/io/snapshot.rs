@@ -195,11 +195,30 @@ fn h5err(path: &Path) -> impl Fn(hdf5::Error) -> Error + '_ {
 /// ranks of `comm`; every rank passes the same step, time and totals), in agreed steps
 /// ([`ParFile`]): a write error on any rank stops every rank at the same dataset, and the
 /// partial file is closed by all and removed.
-fn write_h5(comm: &Comm, path: &Path, step: u64, time: f64, b: &Block) -> Result<()> {
+fn write_h5(
+    comm: &Comm,
+    path: &Path,
+    step: u64,
+    time: f64,
+    b: &Block,
+    mesh: &MeshRows,
+) -> Result<()> {
     let w = ParFile::create(comm, path, 0, 0)?;
     let collective = w.collective();
     let (n, o) = (b.total, b.first);
     let written = (|| -> Result<()> {
+        if mesh.n_tris > 0 {
+            // every rank holds the meshes: rank 0 writes them, the others no rows
+            let (t, root) = (mesh.n_tris, comm.is_root());
+            let (at, k) = if root { (0, 1) } else { (3 * t, 0) };
+            let v = &mesh.vertices[..k * mesh.vertices.len()];
+            w.step(|f| dataset(f, "mesh_vertices", 3 * t, at, 3, v, Some("m"), collective))?;
+            let (at, k) = if root { (0, 1) } else { (t, 0) };
+            let c = &mesh.cells[..k * mesh.cells.len()];
+            w.step(|f| dataset(f, "mesh_triangles", t, at, 3, c, None, collective))?;
+            let id = &mesh.id[..k * mesh.id.len()];
+            w.step(|f| dataset(f, "mesh_id", t, at, 1, id, None, collective))?;
+        }
         w.step(|f| dataset(f, "gid", n, o, 1, &b.gid, None, collective))?;
         w.step(|f| dataset(f, "pos", n, o, 3, &b.pos, Some("m"), collective))?;
         w.step(|f| dataset(f, "vel", n, o, 3, &b.vel, Some("m/s"), collective))?;
@@ -261,12 +280,38 @@ fn write_unit(ds: &hdf5::Dataset, unit: &str) -> hdf5::Result<()> {
     Ok(())
 }
 
+/// The meshes' triangles at the snapshot's time (XDMF `Triangle` topology): vertices (3 per
+/// triangle), connectivity, and the mesh index of each triangle.
+#[derive(Clone, Debug, Default)]
+struct MeshRows {
+    n_tris: usize,
+    vertices: Vec<f64>,
+    cells: Vec<u32>,
+    id: Vec<u32>,
+}
+
+impl MeshRows {
+    fn fill(&mut self, sim: &Simulation) {
+        let m = &sim.meshes;
+        self.n_tris = m.n_facets();
+        self.vertices.clear();
+        self.vertices
+            .extend(m.tri.iter().flatten().flat_map(|v| [v.x, v.y, v.z]));
+        self.cells.clear();
+        self.cells.extend(0..3 * self.n_tris as u32);
+        self.id.clear();
+        self.id.extend(m.mesh_of.iter().map(|&k| k as u32));
+    }
+}
+
 /// Keeps the list of written snapshots and rewrites `snapshots.xmf` after each (rank 0), and
 /// the buffers of the redistribution (every rank).
 pub struct SnapshotWriter {
     dir: PathBuf,
-    entries: Vec<(u64, f64, usize)>,
+    /// (step, time, particles, mesh triangles) of each snapshot.
+    entries: Vec<(u64, f64, usize, usize)>,
     buf: Buffers,
+    mesh: MeshRows,
 }
 
 impl SnapshotWriter {
@@ -281,6 +326,7 @@ impl SnapshotWriter {
             dir,
             entries: Vec::new(),
             buf: Buffers::default(),
+            mesh: MeshRows::default(),
         })
     }
 
@@ -312,7 +358,8 @@ impl SnapshotWriter {
                 .and_then(|a| a.read_scalar::<f64>())
                 .map_err(h5err(&p))?;
             let n = f.dataset("gid").map_err(h5err(&p))?.shape()[0];
-            w.entries.push((s, time, n));
+            let t = f.dataset("mesh_id").map_or(0, |d| d.shape()[0]);
+            w.entries.push((s, time, n, t));
         }
         Ok(w)
     }
@@ -323,10 +370,11 @@ impl SnapshotWriter {
     pub fn write(&mut self, sim: &Simulation) -> Result<Option<PathBuf>> {
         let comm = &sim.comm;
         collect(sim, &mut self.buf);
+        self.mesh.fill(sim);
         let path = self.dir.join(format!("snap_{:09}.h5", sim.step));
         let tmp = path.with_extension("h5.tmp");
         // agreed by every rank: the file is complete before it is published
-        write_h5(comm, &tmp, sim.step, sim.time, &self.buf.block)?;
+        write_h5(comm, &tmp, sim.step, sim.time, &self.buf.block, &self.mesh)?;
         let published = if comm.is_root() {
             self.publish(&tmp, &path, sim.step, sim.time)
         } else {
@@ -341,7 +389,8 @@ impl SnapshotWriter {
         super::h5par::trim_release(tmp)?;
         std::fs::rename(tmp, path).map_err(|e| Error::io(path, e))?;
         self.entries.retain(|e| e.0 != step);
-        self.entries.push((step, time, self.buf.block.total));
+        self.entries
+            .push((step, time, self.buf.block.total, self.mesh.n_tris));
         let xmf = self
             .dir
             .parent()
@@ -350,14 +399,23 @@ impl SnapshotWriter {
         super::write_atomic(&xmf, xdmf(&self.entries).as_bytes())
     }
 }
-/// XDMF 3 document: a temporal collection of particle grids (Polyvertex topology).
-pub fn xdmf(entries: &[(u64, f64, usize)]) -> String {
+/// XDMF 3 document: a temporal collection of particle grids (Polyvertex topology); with
+/// meshes, each time is a spatial collection of the particles and the meshes' triangles
+/// (Triangle topology, a cell attribute `mesh` naming each triangle's mesh).
+pub fn xdmf(entries: &[(u64, f64, usize, usize)]) -> String {
     let mut s = String::from(
         "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n",
     );
-    for &(step, time, n) in entries {
+    for &(step, time, n, t) in entries {
         let f = format!("snapshots/snap_{step:09}.h5");
-        s += &format!("   <Grid Name=\"step{step}\" GridType=\"Uniform\">\n    <Time Value=\"{time:.12e}\"/>\n");
+        let time = format!("<Time Value=\"{time:.12e}\"/>");
+        if t == 0 {
+            s += &format!("   <Grid Name=\"step{step}\" GridType=\"Uniform\">\n    {time}\n");
+        } else {
+            s += &format!("   <Grid Name=\"step{step}\" GridType=\"Collection\" CollectionType=\"Spatial\">\n    {time}\n");
+            s += &mesh_grid(&f, t);
+            s += "   <Grid Name=\"spheres\" GridType=\"Uniform\">\n";
+        }
         s += &format!("    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"{n}\" NodesPerElement=\"1\"/>\n");
         s += &format!("    <Geometry GeometryType=\"XYZ\">\n     <DataItem Dimensions=\"{n} 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">{f}:/pos</DataItem>\n    </Geometry>\n");
         for (name, ty, dims, nt, prec) in [
@@ -371,9 +429,20 @@ pub fn xdmf(entries: &[(u64, f64, usize)]) -> String {
             s += &format!("    <Attribute Name=\"{name}\" AttributeType=\"{ty}\" Center=\"Node\">\n     <DataItem Dimensions=\"{dims}\" NumberType=\"{nt}\" Precision=\"{prec}\" Format=\"HDF\">{f}:/{name}</DataItem>\n    </Attribute>\n");
         }
         s += "   </Grid>\n";
+        if t > 0 {
+            s += "   </Grid>\n";
+        }
     }
     s += "  </Grid>\n </Domain>\n</Xdmf>\n";
     s
+}
+
+/// The meshes' grid of one snapshot file `f` with `t` triangles.
+fn mesh_grid(f: &str, t: usize) -> String {
+    let v = 3 * t;
+    format!(
+        "   <Grid Name=\"meshes\" GridType=\"Uniform\">\n    <Topology TopologyType=\"Triangle\" NumberOfElements=\"{t}\">\n     <DataItem Dimensions=\"{t} 3\" NumberType=\"UInt\" Precision=\"4\" Format=\"HDF\">{f}:/mesh_triangles</DataItem>\n    </Topology>\n    <Geometry GeometryType=\"XYZ\">\n     <DataItem Dimensions=\"{v} 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">{f}:/mesh_vertices</DataItem>\n    </Geometry>\n    <Attribute Name=\"mesh\" AttributeType=\"Scalar\" Center=\"Cell\">\n     <DataItem Dimensions=\"{t}\" NumberType=\"UInt\" Precision=\"4\" Format=\"HDF\">{f}:/mesh_id</DataItem>\n    </Attribute>\n   </Grid>\n"
+    )
 }
 
 #[cfg(test)]

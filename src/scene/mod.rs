@@ -4,6 +4,7 @@
 
 pub mod gen;
 pub mod locate;
+mod meshes;
 pub mod pack;
 pub mod schema;
 pub mod source;
@@ -31,6 +32,8 @@ pub struct Scene {
     pub materials: Vec<Material>,
     /// Walls of the (replicated) scene.
     pub walls: Vec<Wall>,
+    /// Triangle meshes (every rank holds them all).
+    pub meshes: Vec<crate::mesh::Mesh>,
     /// The sphere generators of the base block, each with its first gid and its place in the
     /// file. The scene holds no spheres: [`Scene::generate`] makes a rank's own.
     pub sources: Arc<Vec<Placed>>,
@@ -314,7 +317,18 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
     };
     let steps = run_steps(ctx, &sf.run, dt)?;
     let explicit = given_domain.is_some();
-    let mut domain = given_domain.unwrap_or_else(|| default_domain(&base, &walls));
+    let meshes =
+        meshes::build_meshes(ctx, &sf.meshes, &materials, 2.0 * (base.rmax + skin), &base)?;
+    if !meshes.is_empty() && sf.replicate != [1, 1, 1] {
+        return Err(ctx.err("replicate", "not with meshes (they are not copied)"));
+    }
+    let mut domain = given_domain.unwrap_or_else(|| {
+        let swept: Vec<_> = meshes
+            .iter()
+            .map(|m| meshes::swept_box(m, steps as f64 * dt))
+            .collect();
+        default_domain(&base, &walls, &swept)
+    });
     if let Some(b) = bad {
         return Err(b.error(ctx));
     }
@@ -371,6 +385,9 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         if !walls.is_empty() {
             return Err(ctx.err("walls", "CPM scenes have no walls (use the strainer)"));
         }
+        if !meshes.is_empty() {
+            return Err(ctx.err("meshes", "CPM scenes have no meshes (use the strainer)"));
+        }
         let ri = sf.cpm.clone().unwrap_or_default().interaction_radius;
         if !(1.0..=3.0).contains(&ri) {
             return Err(ctx.err("cpm.interaction_radius", "must be in [1, 3]"));
@@ -400,6 +417,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         text: text.to_string(),
         materials,
         walls,
+        meshes,
         sources: Arc::new(sources),
         base,
         summary,
@@ -756,6 +774,7 @@ pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static 
         // resolved, so that a Yade alias or a default written out is no change
         ("materials", stored.materials == given.materials),
         ("walls", ron_of(&a.walls) == ron_of(&b.walls)),
+        ("meshes", ron_of(&a.meshes) == ron_of(&b.meshes)),
         ("spheres", ron_of(&a.spheres) == ron_of(&b.spheres)),
         ("gravity", a.gravity == b.gravity),
         ("damping", a.damping == b.damping),
@@ -1535,13 +1554,17 @@ fn domain_spec(ctx: &Ctx, d: &DomainSpec) -> Result<Domain> {
     })
 }
 
-/// Default: bounding box of spheres and wall points, enlarged by half its size (at least 10
-/// max radii) on every side.
-fn default_domain(s: &Summary, walls: &[Wall]) -> Domain {
+/// Default: bounding box of spheres, wall points and the boxes meshes sweep, enlarged by
+/// half its size (at least 10 max radii) on every side.
+fn default_domain(s: &Summary, walls: &[Wall], meshes: &[(V3, V3)]) -> Domain {
     let (mut lo, mut hi) = (s.ext_lo, s.ext_hi);
     for w in walls {
         lo = lo.inf(&w.point);
         hi = hi.sup(&w.point);
+    }
+    for (a, b) in meshes {
+        lo = lo.inf(a);
+        hi = hi.sup(b);
     }
     let pad = ((hi - lo) * 0.5).sup(&V3::repeat(10.0 * s.rmax));
     Domain {

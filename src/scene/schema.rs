@@ -27,6 +27,9 @@ pub struct SceneFile {
     pub materials: Vec<MaterialSpec>,
     #[serde(default)]
     pub walls: Vec<WallSpec>,
+    /// Triangle meshes read from STL files (docs/scene-format.md "Meshes"; default none).
+    #[serde(default)]
+    pub meshes: Vec<MeshSpec>,
     #[serde(default)]
     pub spheres: Vec<SphereSpec>,
     /// Gravitational acceleration [m/s²] (default none).
@@ -325,6 +328,50 @@ pub struct WallSpec {
     /// Constant prescribed velocity [m/s] (default fixed).
     #[serde(default = "zero3")]
     pub velocity: Vec3,
+}
+
+/// A rigid triangle mesh from an STL file (ASCII or binary): x = R (scale x_file) + translate,
+/// then moved by `motion` (a closed-form function of time).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Mesh")]
+pub struct MeshSpec {
+    /// The STL file, relative to the scene file.
+    pub file: String,
+    pub material: String,
+    /// Factor on the file's coordinates (default 1; e.g. 0.001 for a file in mm).
+    #[serde(default = "one_f64")]
+    pub scale: f64,
+    /// Shift after scaling and rotating [m] (default none).
+    #[serde(default = "zero3")]
+    pub translate: Vec3,
+    /// Rotation (axis, angle in radians) about the origin after scaling (default none).
+    #[serde(default)]
+    pub rotate: Option<(Vec3, f64)>,
+    /// Prescribed motion (default `Fixed`).
+    #[serde(default)]
+    pub motion: MotionSpec,
+}
+
+fn one_f64() -> f64 {
+    1.0
+}
+
+/// Prescribed motion of a mesh from its scene position at t = 0.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub enum MotionSpec {
+    #[default]
+    Fixed,
+    /// Constant velocity [m/s].
+    Translate { velocity: Vec3 },
+    /// Rotation about the axis through `point` along `axis` at `omega` [rad/s], right-handed.
+    Rotate { point: Vec3, axis: Vec3, omega: f64 },
+    /// x₀ + amplitude (sin(2π frequency t + phase) − sin phase); frequency [Hz], phase [rad].
+    Oscillate {
+        amplitude: Vec3,
+        frequency: f64,
+        #[serde(default)]
+        phase: f64,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
