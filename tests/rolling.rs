@@ -203,3 +203,38 @@ fn epsd_sphere_rests_on_an_incline_below_the_rolling_friction_angle() {
         rests[7]
     );
 }
+
+/// LIGGGHTS `epsd` (Ai et al. 2011 model C): the spring k_r = 2.25 k_N μ_r² R² with a rolling
+/// dashpot (η_r = 0.3). On the incline without any Cundall damping the dashpot stops the rocking
+/// that `Epsd2` keeps up: the sphere comes to rest where the springs balance gravity,
+/// x = F_T / k_T + R φ with φ = R F_T / k_r (F_T = m g sin θ).
+#[test]
+fn damped_epsd_comes_to_rest_on_an_incline_without_cundall_damping() {
+    let mu_r: f64 = 0.2;
+    let theta = (0.5 * mu_r).atan();
+    let n = V3::new(theta.sin(), 0.0, theta.cos());
+    let down = V3::new(theta.cos(), 0.0, -theta.sin());
+    let m = 4.0 / 3.0 * PI * R * R * R * RHO;
+    let x = n * (R - m * 9.81 * theta.cos() / (E * R));
+    let mut s = sim(&format!(
+        r#"Scene(materials: [Frict(name: "m", young: {E:e}, poisson: 0.25, friction_angle: 0.6, density: {RHO:e}, restitution: 0.5)],
+        walls: [Wall(point: (0.0, 0.0, 0.0), normal: ({:e}, 0.0, {:e}), material: "m")],
+        spheres: [Sphere(pos: ({:e}, 0.0, {:e}), radius: {R:e}, material: "m")],
+        rolling: (mu_r: {mu_r:e}, model: Epsd, eta_r: 0.3),
+        gravity: (0.0, 0.0, -9.81), dt: Fixed(1e-5), run: Steps(1),
+        domain: Domain(lo: (-10.0, -1.0, -10.0), hi: (10.0, 1.0, 10.0)))"#,
+        n.x, n.z, x.x, x.z
+    ));
+    let x0 = s.ps.pos[0];
+    steps(&mut s, 30_000);
+    let d1 = (s.ps.pos[0] - x0).dot(&down);
+    steps(&mut s, 10_000);
+    let d2 = (s.ps.pos[0] - x0).dot(&down);
+    let p = s.wall_pairs.state[0].phys;
+    let f_t = m * 9.81 * theta.sin();
+    let k_r = 2.25 * p.kn * mu_r * mu_r * R * R;
+    let want = f_t / p.ks + R * R * f_t / k_r;
+    eprintln!("rest {d2:e} m (0.1 s before {d1:e}), predicted {want:e}");
+    assert!((d2 - d1).abs() < 1e-9 * R, "still moving: {d1} → {d2}");
+    assert!(rel(d2, want) < 0.01, "rests at {d2} m, predicted {want} m");
+}

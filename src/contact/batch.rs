@@ -51,7 +51,9 @@ impl Kernel {
         match (roll.is_off(), roll.model) {
             (true, _) => self.run_with::<L, ROLL_OFF>(law, roll, b, dt),
             (false, RollModel::ConstantTorque) => self.run_with::<L, ROLL_CDT>(law, roll, b, dt),
-            (false, RollModel::Epsd) => self.run_with::<L, ROLL_EPSD>(law, roll, b, dt),
+            (false, RollModel::Epsd2 | RollModel::Epsd) => {
+                self.run_with::<L, ROLL_EPSD>(law, roll, b, dt)
+            }
         }
     }
 
@@ -111,6 +113,8 @@ struct Lanes {
     cn: [f64; LANES],
     /// EPSD rolling-moment history (in and out; unused by the other variants).
     m_roll: L3,
+    /// EPSD: the pair's rotational inertia about the contact, I_r (`rolling.rs`).
+    i_r: [f64; LANES],
     // outputs
     u_n: [f64; LANES],
     n: L3,
@@ -146,6 +150,7 @@ impl Lanes {
             tan_phi: zs,
             cn: zs,
             m_roll: z,
+            i_r: zs,
             u_n: zs,
             n: z,
             fs_new: z,
@@ -252,10 +257,17 @@ impl Lanes {
         }
     }
 
-    /// The EPSD moment histories `m_roll` (of the batch's range) of lanes 0..m.
-    fn fill_roll(&mut self, m: usize, m_roll: &[V3]) {
+    /// The EPSD moment histories `m_roll` (of the batch's range) and rotational inertias
+    /// I_r = [1/(I₁ + m₁ r₁²) + 1/(I₂ + m₂ r₂²)]⁻¹ of lanes 0..m.
+    fn fill_roll(&mut self, m: usize, m_roll: &[V3], ps: &Particles) {
         for q in 0..m {
             self.m_roll.set(q, m_roll[self.k[q] as usize]);
+            let about = |p: usize| {
+                let r = ps.radius[p];
+                ps.inertia[p] + ps.mass[p] * r * r
+            };
+            let (a, b) = (about(self.i[q] as usize), about(self.j[q] as usize));
+            self.i_r[q] = a * b / (a + b);
         }
     }
 
@@ -315,9 +327,13 @@ fn kernel<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt
             t2 -= m;
         }
         if ROLL == ROLL_EPSD {
-            let k_t = law.tangential_stiffness(&p, u_n);
-            let m = roll.epsd(b.m_roll.get(q), n_old, n, f, (w1, w2), r_eff, k_t, dt);
-            b.m_roll.set(q, m);
+            let (k_t, k_n) = (
+                law.tangential_stiffness(&p, u_n),
+                law.normal_stiffness(&p, u_n),
+            );
+            let kc = roll.spring(r_eff, k_t, k_n, b.i_r[q]);
+            let (m, spring) = roll.epsd(b.m_roll.get(q), n_old, n, f, (w1, w2), r_eff, kc, dt);
+            b.m_roll.set(q, spring);
             t1 += m;
             t2 -= m;
         }
@@ -372,7 +388,7 @@ impl PairsView<'_> {
         self.select_lanes(kernel, base, act, st, ps, mix, &mut b, |b, m, act, st| {
             b.fill(kernel, m, ps, st);
             if !m_roll.is_empty() {
-                b.fill_roll(m, m_roll);
+                b.fill_roll(m, m_roll, ps);
             }
             kernel.run(law, roll, b, dt);
             scatter(b, m, base, act, st, out);
@@ -705,6 +721,7 @@ mod tests {
             let m = v3(&mut u, [0.0, 1e-3, 10.0][q % 3]);
             b.m_roll
                 .set(q, m - l.normalize() * (0.5 * l.normalize().dot(&m)));
+            b.i_r[q] = 0.1 + u();
         }
         b
     }
@@ -730,15 +747,14 @@ mod tests {
             let roll = Rolling {
                 mu_r: 0.1 * (seed % 2) as f64,
                 mu_t: 0.05 * (seed % 3) as f64,
-                model: match seed % 5 < 2 {
-                    true => RollModel::ConstantTorque,
-                    false => RollModel::Epsd,
-                },
+                model: [RollModel::ConstantTorque, RollModel::Epsd2, RollModel::Epsd]
+                    [seed as usize % 3],
+                eta_r: 0.3,
             };
             match (roll.is_off(), roll.model) {
                 (true, _) => kernel::<L, ROLL_OFF>(law, roll, &mut g, dt),
                 (false, RollModel::ConstantTorque) => kernel::<L, ROLL_CDT>(law, roll, &mut g, dt),
-                (false, RollModel::Epsd) => kernel::<L, ROLL_EPSD>(law, roll, &mut g, dt),
+                (false, _) => kernel::<L, ROLL_EPSD>(law, roll, &mut g, dt),
             }
             let mut w = random_lanes(seed);
             Kernel::detect().run(law, roll, &mut w, dt);
@@ -795,16 +811,16 @@ mod tests {
                 let (r1, r2) = (b0.r1[q], b0.r2[q]);
                 let r_eff = r1 * r2 / (r1 + r2);
                 let k_t = law.tangential_stiffness(&st.phys, u_n);
-                let m = match (roll.is_off(), roll.model) {
-                    (true, _) => V3::zeros(),
-                    (false, RollModel::ConstantTorque) => roll.moment(n, f, w1, w2, r_eff),
-                    (false, RollModel::Epsd) => {
-                        let m0 = b0.m_roll.get(q);
-                        roll.epsd(m0, st.n_old, n, f, (w1, w2), r_eff, k_t, dt)
-                    }
+                let k_n = law.normal_stiffness(&st.phys, u_n);
+                let kc = roll.spring(r_eff, k_t, k_n, b0.i_r[q]);
+                let m0 = b0.m_roll.get(q);
+                let (m, spring) = match (roll.is_off(), roll.model) {
+                    (true, _) => (V3::zeros(), m0),
+                    (false, RollModel::ConstantTorque) => (roll.moment(n, f, w1, w2, r_eff), m0),
+                    (false, _) => roll.epsd(m0, st.n_old, n, f, (w1, w2), r_eff, kc, dt),
                 };
                 if roll.has_history() {
-                    assert_eq!(g.m_roll.get(q), m, "lane {q}: EPSD history");
+                    assert_eq!(g.m_roll.get(q), spring, "lane {q}: EPSD history");
                 }
                 let nxf = n.cross(&f);
                 assert_eq!(g.t1.get(q), nxf * r1 + m);

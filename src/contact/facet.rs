@@ -28,8 +28,6 @@
 //! the rebuild.
 
 use super::geom as cgeom;
-use super::law::linear::CundallStrack;
-use super::law::{FrictLaw, FrictLawKind};
 use super::store::{FrictState, PairList, Shared};
 use crate::forces::SlotWriter;
 use crate::material::MixTable;
@@ -319,29 +317,5 @@ fn facet_law(
     let (w1, w2) = (meshes.angvel(m), ps.angvel[i]);
     let v_wall = meshes.point_velocity(m, h.q);
     let v12 = cgeom::relative_velocity(v_wall, V3::zeros(), 0.0, ps.vel[i], w2, r, n);
-    let twist = n.dot(&(w1 + w2));
-    let (phys, n_old, u_n) = (st.phys, st.n_old, h.u_n);
-    let (f, k_t) = match mix.law() {
-        FrictLawKind::CundallStrack => (
-            CundallStrack.apply(st, n, u_n, v12, twist, dt, r),
-            CundallStrack.tangential_stiffness(&phys, u_n),
-        ),
-        FrictLawKind::HertzMindlin(hm) => (
-            hm.apply(st, n, u_n, v12, twist, dt, r),
-            hm.tangential_stiffness(&phys, u_n),
-        ),
-        FrictLawKind::Hooke(hk) => (
-            hk.apply(st, n, u_n, v12, twist, dt, r),
-            hk.tangential_stiffness(&phys, u_n),
-        ),
-    };
-    let mut t2 = n.cross(&f) * r;
-    let roll = mix.rolling();
-    if roll.has_history() {
-        *m_roll = roll.epsd(*m_roll, n_old, n, f, (w1, w2), r, k_t, dt);
-        t2 -= *m_roll;
-    } else if !roll.is_off() {
-        t2 -= roll.moment(n, f, w1, w2, r);
-    }
-    (f, t2)
+    super::wall_contact(st, m_roll, n, h.u_n, v12, (w1, w2), ps, i, mix, dt)
 }

@@ -503,34 +503,79 @@ pub fn wall_pair(
     }
     let w2 = ps.angvel[i];
     let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, ps.vel[i], w2, r, n);
-    let twist = n.dot(&w2);
-    let (phys, n_old) = (st.phys, st.n_old);
-    let (f, k_t) = match mix.law() {
-        FrictLawKind::CundallStrack => (
-            CundallStrack.apply(st, n, u_n, v12, twist, dt, r),
-            CundallStrack.tangential_stiffness(&phys, u_n),
-        ),
-        FrictLawKind::HertzMindlin(h) => (
-            h.apply(st, n, u_n, v12, twist, dt, r),
-            h.tangential_stiffness(&phys, u_n),
-        ),
-        FrictLawKind::Hooke(h) => (
-            h.apply(st, n, u_n, v12, twist, dt, r),
-            h.tangential_stiffness(&phys, u_n),
-        ),
-    };
-    let mut t2 = n.cross(&f) * r;
-    let roll = mix.rolling();
-    // the wall is particle 1 (ω = 0), R_eff = r (contact/law/rolling.rs)
-    if roll.has_history() {
-        *m_roll = roll.epsd(*m_roll, n_old, n, f, (V3::zeros(), w2), r, k_t, dt);
-        t2 -= *m_roll;
-    } else if !roll.is_off() {
-        t2 -= roll.moment(n, f, V3::zeros(), w2, r);
-    }
+    let (f, t2) = wall_contact(st, m_roll, n, u_n, v12, (V3::zeros(), w2), ps, i, mix, dt);
     PairForce {
         f,
         t1: V3::zeros(),
         t2,
     }
+}
+
+/// The scene's frictional law and rolling resistance on one sphere–wall (or facet) contact
+/// with history `st`, `m_roll`: normal `n` (wall → sphere), `u_n`, relative velocity `v12`,
+/// the wall's and the sphere's angular velocities `(w1, w2)`, sphere `i` (particle 2; the
+/// wall a sphere of infinite radius and mass: R* = r, I_r = I + m r²). Returns the force on
+/// the wall and the torque on the sphere.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn wall_contact(
+    st: &mut FrictState,
+    m_roll: &mut V3,
+    n: V3,
+    u_n: f64,
+    v12: V3,
+    (w1, w2): (V3, V3),
+    ps: &Particles,
+    i: usize,
+    mix: &MixTable,
+    dt: f64,
+) -> (V3, V3) {
+    let r = ps.radius[i];
+    let twist = n.dot(&(w1 + w2));
+    let n_old = st.n_old;
+    let (f, k_t, k_n) = match mix.law() {
+        FrictLawKind::CundallStrack => wall_law(&CundallStrack, st, n, u_n, v12, twist, dt, r),
+        FrictLawKind::HertzMindlin(h) => wall_law(&h, st, n, u_n, v12, twist, dt, r),
+        FrictLawKind::Hooke(h) => wall_law(&h, st, n, u_n, v12, twist, dt, r),
+    };
+    let mut t2 = n.cross(&f) * r;
+    let roll = mix.rolling();
+    if roll.has_history() {
+        let i_r = ps.inertia[i] + ps.mass[i] * r * r;
+        let (m, spring) = roll.epsd(
+            *m_roll,
+            n_old,
+            n,
+            f,
+            (w1, w2),
+            r,
+            roll.spring(r, k_t, k_n, i_r),
+            dt,
+        );
+        *m_roll = spring;
+        t2 -= m;
+    } else if !roll.is_off() {
+        t2 -= roll.moment(n, f, w1, w2, r);
+    }
+    (f, t2)
+}
+
+/// Law `L` on a wall contact: the force, and the tangential and normal stiffnesses at the
+/// step's overlap (for the EPSD rolling spring).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn wall_law<L: FrictLaw>(
+    law: &L,
+    st: &mut FrictState,
+    n: V3,
+    u_n: f64,
+    v12: V3,
+    twist: f64,
+    dt: f64,
+    r: f64,
+) -> (V3, f64, f64) {
+    let phys = st.phys;
+    let f = law.apply(st, n, u_n, v12, twist, dt, r);
+    let k_t = law.tangential_stiffness(&phys, u_n);
+    (f, k_t, law.normal_stiffness(&phys, u_n))
 }

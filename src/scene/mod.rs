@@ -365,13 +365,27 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
             }
             ctx.non_negative("rolling.mu_r", r.mu_r)?;
             ctx.non_negative("rolling.mu_t", r.mu_t)?;
+            use crate::contact::law::rolling::RollModel;
+            let model = match r.model {
+                RollModelSpec::Cdt => RollModel::ConstantTorque,
+                RollModelSpec::Epsd2 => RollModel::Epsd2,
+                RollModelSpec::Epsd => RollModel::Epsd,
+            };
+            let eta_r = match (r.eta_r, model) {
+                (None, _) => 0.0,
+                (Some(eta), RollModel::Epsd) => ctx.non_negative("rolling.eta_r", eta)?,
+                (Some(_), _) => {
+                    return Err(ctx.err(
+                        "rolling.eta_r",
+                        "the rolling dashpot belongs to `model: Epsd` (LIGGGHTS epsd)",
+                    ))
+                }
+            };
             crate::material::Rolling {
                 mu_r: r.mu_r,
                 mu_t: r.mu_t,
-                model: match r.model {
-                    RollModelSpec::Cdt => crate::contact::law::rolling::RollModel::ConstantTorque,
-                    RollModelSpec::Epsd2 => crate::contact::law::rolling::RollModel::Epsd,
-                },
+                model,
+                eta_r,
             }
         }
     };

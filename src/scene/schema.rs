@@ -201,6 +201,10 @@ pub struct RollingSpec {
     /// The model (default `Cdt`).
     #[serde(default)]
     pub model: RollModelSpec,
+    /// Rolling damping ratio η_r of `Epsd` (LIGGGHTS `coefficientRollingViscousDamping`;
+    /// default 0).
+    #[serde(default)]
+    pub eta_r: Option<f64>,
 }
 
 /// Rolling-resistance models, by their LIGGGHTS names.
@@ -212,6 +216,9 @@ pub enum RollModelSpec {
     /// Elastic–plastic spring, k_r = k_T R_eff², no dashpot (LIGGGHTS `rolling_friction
     /// epsd2`; Ai et al. 2011).
     Epsd2,
+    /// Elastic–plastic spring–dashpot, k_r = 2.25 k_N μ_r² R_eff², dashpot ratio `eta_r`
+    /// (LIGGGHTS `rolling_friction epsd`; Ai et al. 2011 model C).
+    Epsd,
 }
 
 /// The strainer's supports.

@@ -102,6 +102,12 @@ impl FrictLaw for HertzMindlin {
     fn tangential_stiffness(&self, p: &FrictPhys, u_n: f64) -> f64 {
         p.ks * (-u_n).max(0.0).sqrt()
     }
+
+    /// Hertz F_N/δ = kn √δ.
+    #[inline(always)]
+    fn normal_stiffness(&self, p: &FrictPhys, u_n: f64) -> f64 {
+        p.kn * (-u_n).max(0.0).sqrt()
+    }
 }
 
 /// Restitution of a normal Hertzian impact with the dashpot γ_N = α √(kn m*) δ^{1/4}: the

@@ -81,6 +81,12 @@ impl FrictLaw for Hooke {
     fn tangential_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
         p.ks
     }
+
+    /// LAMMPS kn.
+    #[inline(always)]
+    fn normal_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
+        p.kn
+    }
 }
 
 #[cfg(test)]

@@ -51,6 +51,12 @@ impl FrictLaw for CundallStrack {
     fn tangential_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
         p.ks
     }
+
+    /// Constant K_N (thesis eq. 2.45).
+    #[inline(always)]
+    fn normal_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
+        p.kn
+    }
 }
 
 #[cfg(test)]

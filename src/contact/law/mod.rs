@@ -56,6 +56,10 @@ pub trait FrictLaw {
     /// displacement `u_n`: the rolling spring of the EPSD model is k_T R_eff² (`rolling.rs`).
     fn tangential_stiffness(&self, p: &FrictPhys, u_n: f64) -> f64;
 
+    /// The secant normal stiffness k_N = F_N^el / δ [N/m] at normal displacement `u_n`: the
+    /// rolling spring of LIGGGHTS' `epsd` model is 2.25 k_N μ_r² R_eff² (`rolling.rs`).
+    fn normal_stiffness(&self, p: &FrictPhys, u_n: f64) -> f64;
+
     /// [`Self::step`] on a pair's stored history `st` (shear vector and normal updated in
     /// place): the force on particle 1. The scalar callers' form (walls, tests).
     #[inline(always)]

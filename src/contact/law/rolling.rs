@@ -12,11 +12,17 @@
 //!   model's known chatter, amplitude μ_r R |F_N| Δt / I): a body held by it creeps at about
 //!   that rate instead of resting exactly.
 //! - **Elastic–plastic spring** (EPSD: Ai, Chen, Rotter & Ooi 2011, Powder Technol. 206,
-//!   "model C", without its dashpot, i.e. LIGGGHTS `rolling_friction epsd2`; Woo `relRollStiff`,
+//!   "model C"; LIGGGHTS `rolling_friction epsd2` and `epsd`; Woo `relRollStiff`,
 //!   `rollTanPhi`). A moment history M (on particle 1) grows by the relative rotation,
-//!   ΔM_r = −k_r ω_r Δt, with k_r = k_T R_eff² (k_T: the law's current tangential stiffness,
-//!   as LIGGGHTS epsd2), and is capped at |M_r| ≤ μ_r R_eff |F_N| (full mobilisation: then it
-//!   is the constant torque of cdt). Twisting: the same spring about n (stiffness k_r, cap
+//!   ΔM_r = −k_r ω_r Δt, and is capped at |M_r| ≤ μ_r R_eff |F_N| (full mobilisation: then it
+//!   is the constant torque of cdt). `Epsd2` (LIGGGHTS epsd2): k_r = k_T R_eff² (k_T the law's
+//!   current tangential stiffness), no dashpot. `Epsd` (LIGGGHTS epsd, Ai's model C): k_r =
+//!   2.25 k_N μ_r² R_eff² (k_N the law's current secant normal stiffness F_N/δ) and a rolling
+//!   dashpot −C_r ω_r while the spring is below its cap (none in full mobilisation, as
+//!   LIGGGHTS), C_r = η_r 2 √(I_r k_r) with the pair's rotational inertia about the contact
+//!   I_r = [1/(I₁ + m₁ r₁²) + 1/(I₂ + m₂ r₂²)]⁻¹ (a wall: I + m r²; Ai et al. eq. 16; for
+//!   solid spheres LIGGGHTS' 1.4 m* r²) and η_r the damping ratio (LIGGGHTS
+//!   `coefficientRollingViscousDamping`). Twisting: the same spring about n (stiffness k_r, cap
 //!   μ_t R_eff |F_N|; LIGGGHTS epsd2 has none, Woo applies one rule to both). The history is
 //!   carried with the contact frame like the shear force (the rolling part by
 //!   [`rotate_shear`], the twisting part as a component along n), lives in its own pair array
@@ -33,7 +39,11 @@ pub enum RollModel {
     /// Constant directional torque (LIGGGHTS `cdt`): no history.
     #[default]
     ConstantTorque,
-    /// Elastic–plastic spring (LIGGGHTS `epsd2`): a moment history per contact.
+    /// Elastic–plastic spring, k_r = k_T R_eff², no dashpot (LIGGGHTS `epsd2`): a moment
+    /// history per contact.
+    Epsd2,
+    /// Elastic–plastic spring–dashpot, k_r = 2.25 k_N μ_r² R_eff², damping ratio η_r (LIGGGHTS
+    /// `epsd`, Ai et al. model C): a moment history per contact.
     Epsd,
 }
 
@@ -45,6 +55,9 @@ pub struct Rolling {
     /// Twisting friction coefficient μ_t.
     pub mu_t: f64,
     pub model: RollModel,
+    /// Rolling damping ratio η_r of [`RollModel::Epsd`] (LIGGGHTS
+    /// `coefficientRollingViscousDamping`; unused by the other models).
+    pub eta_r: f64,
 }
 
 impl Rolling {
@@ -53,15 +66,31 @@ impl Rolling {
         self.mu_r == 0.0 && self.mu_t == 0.0
     }
 
-    /// The contacts carry a moment history (`PairList::roll`): the EPSD model is on.
+    /// The contacts carry a moment history (`PairList::roll`): an EPSD model is on.
     pub fn has_history(&self) -> bool {
-        !self.is_off() && self.model == RollModel::Epsd
+        !self.is_off() && matches!(self.model, RollModel::Epsd2 | RollModel::Epsd)
     }
 
-    /// EPSD (module docs): the new moment on particle 1 (−it on particle 2), which is also the
-    /// new history, from the history `m` and normal `n_old` of the previous step, the normal
-    /// `n` (1→2), the force `f` on particle 1, the angular velocities, R_eff, the law's
-    /// tangential stiffness `k_t` and Δt. Selects only (the batch kernel vectorises it).
+    /// The EPSD spring stiffness k_r and dashpot coefficient C_r (module docs) of a contact of
+    /// effective radius `r_eff`, the law's tangential and secant normal stiffnesses `k_t`,
+    /// `k_n`, and rotational inertia `i_r` about the contact.
+    #[inline(always)]
+    pub fn spring(&self, r_eff: f64, k_t: f64, k_n: f64, i_r: f64) -> (f64, f64) {
+        let r2 = r_eff * r_eff;
+        match self.model {
+            RollModel::Epsd => {
+                let k_r = 2.25 * k_n * self.mu_r * self.mu_r * r2;
+                (k_r, self.eta_r * 2.0 * (i_r * k_r).sqrt())
+            }
+            _ => (k_t * r2, 0.0),
+        }
+    }
+
+    /// EPSD (module docs): the moment on particle 1 (−it on particle 2) and the new history
+    /// (the spring's moment), from the history `m` and normal `n_old` of the previous step,
+    /// the normal `n` (1→2), the force `f` on particle 1, the angular velocities, R_eff, the
+    /// spring stiffness `k_r` and dashpot coefficient `c_r` ([`Self::spring`]) and Δt. Selects
+    /// only (the batch kernel vectorises it).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub fn epsd(
@@ -72,14 +101,13 @@ impl Rolling {
         f: V3,
         (w1, w2): (V3, V3),
         r_eff: f64,
-        k_t: f64,
+        (k_r, c_r): (f64, f64),
         dt: f64,
-    ) -> V3 {
+    ) -> (V3, V3) {
         let fn_abs = n.dot(&f).abs();
         let w = w1 - w2;
         let wt = n.dot(&w);
         let wr = w - n * wt;
-        let k_r = k_t * r_eff * r_eff;
         // the old moment carried with the contact frame: rolling part as a shear vector
         // (tilt and mean spin of the normal), twisting part as its component along n
         let m_t0 = n_old.dot(&m);
@@ -92,7 +120,10 @@ impl Rolling {
         let over = mr2 > cap_r * cap_r;
         let m_r = m_r * if over { cap_r / mr2.sqrt() } else { 1.0 };
         let m_t = m_t.max(-cap_t).min(cap_t);
-        m_r + n * m_t
+        let spring = m_r + n * m_t;
+        // the rolling dashpot, below the cap only (LIGGGHTS epsd; zero for epsd2)
+        let damp = select3(over, V3::zeros(), wr * -c_r);
+        (spring + damp, spring)
     }
 
     /// The moment on particle 1 (−it on particle 2) of a contact with normal `n` (1→2), force
@@ -127,6 +158,7 @@ mod tests {
             mu_r: 0.1,
             mu_t: 0.05,
             model: RollModel::ConstantTorque,
+            eta_r: 0.0,
         };
         let n = V3::z();
         let f = V3::new(0.3, 0.0, -2.0); // |F_N| = 2
@@ -149,7 +181,8 @@ mod tests {
         let r = Rolling {
             mu_r: 0.1,
             mu_t: 0.05,
-            model: RollModel::Epsd,
+            model: RollModel::Epsd2,
+            eta_r: 0.0,
         };
         assert!(r.has_history() && !Rolling::default().has_history());
         let (n, f) = (V3::z(), V3::new(0.3, 0.0, -2.0)); // |F_N| = 2
@@ -164,9 +197,10 @@ mod tests {
                 f,
                 (V3::new(0.0, wy, 0.0), V3::zeros()),
                 r_eff,
-                k_t,
+                r.spring(r_eff, k_t, 0.0, 0.0),
                 dt,
             )
+            .1
         };
         let mut m = V3::zeros();
         // loading: 0.1 / (0.25 · 2e-3) = 200 steps to the cap
@@ -205,9 +239,10 @@ mod tests {
                 f,
                 (V3::new(0.0, 0.0, w), V3::zeros()),
                 r_eff,
-                k_t,
+                r.spring(r_eff, k_t, 0.0, 0.0),
                 dt,
             )
+            .1
         };
         m = spin(m);
         assert!((m - V3::new(0.0, 0.0, -k_r * w * dt)).norm() < 1e-15);
@@ -225,7 +260,8 @@ mod tests {
         let r = Rolling {
             mu_r: 1.0,
             mu_t: 1.0,
-            model: RollModel::Epsd,
+            model: RollModel::Epsd2,
+            eta_r: 0.0,
         };
         let (dt, omega) = (1e-3, 2.0);
         let spin = V3::new(0.0, 0.0, omega);
@@ -235,7 +271,9 @@ mod tests {
         for k in 1..=500 {
             let a = omega * dt * k as f64;
             let n = V3::new(a.cos(), a.sin(), 0.0);
-            m = r.epsd(m, n_old, n, f(n), (spin, spin), 0.5, 1e3, dt);
+            m = r
+                .epsd(m, n_old, n, f(n), (spin, spin), 0.5, (250.0, 0.0), dt)
+                .1;
             n_old = n;
         }
         let a = omega * dt * 500.0;
@@ -251,5 +289,33 @@ mod tests {
             "M_r {m_r} vs {}",
             t * 0.3
         );
+    }
+
+    /// LIGGGHTS `epsd` (Ai et al. model C): k_r = 2.25 k_N μ_r² R², dashpot η_r 2 √(I_r k_r)
+    /// on the rolling part below the cap, none at the cap; the history is the spring alone.
+    #[test]
+    fn epsd_with_dashpot_damps_below_the_cap_only() {
+        let r = Rolling {
+            mu_r: 0.1,
+            mu_t: 0.0,
+            model: RollModel::Epsd,
+            eta_r: 0.3,
+        };
+        let (r_eff, k_n, i_r) = (0.5, 1e3, 0.02);
+        let (k_r, c_r) = r.spring(r_eff, 77.0, k_n, i_r);
+        assert!((k_r - 2.25 * k_n * 0.01 * 0.25).abs() < 1e-12);
+        assert!((c_r - 0.3 * 2.0 * (i_r * k_r).sqrt()).abs() < 1e-12);
+        let (n, f) = (V3::z(), V3::new(0.0, 0.0, -2.0)); // cap 0.1 N m
+        let w = (V3::new(0.0, 2.0, 0.0), V3::zeros());
+        let (m, spring) = r.epsd(V3::zeros(), n, n, f, w, r_eff, (k_r, c_r), 1e-3);
+        assert!((spring.y + k_r * 2.0 * 1e-3).abs() < 1e-15);
+        assert!(
+            (m - spring - V3::new(0.0, -c_r * 2.0, 0.0)).norm() < 1e-15,
+            "{m}"
+        );
+        // at the cap: the spring's moment only
+        let (m, spring) = r.epsd(V3::new(0.0, -0.1, 0.0), n, n, f, w, r_eff, (k_r, c_r), 1e-3);
+        assert_eq!(m, spring);
+        assert!((spring.y + 0.1).abs() < 1e-15);
     }
 }
