@@ -212,19 +212,8 @@ fn epsd_sphere_rests_on_an_incline_below_the_rolling_friction_angle() {
 fn damped_epsd_comes_to_rest_on_an_incline_without_cundall_damping() {
     let mu_r: f64 = 0.2;
     let theta = (0.5 * mu_r).atan();
-    let n = V3::new(theta.sin(), 0.0, theta.cos());
-    let down = V3::new(theta.cos(), 0.0, -theta.sin());
     let m = 4.0 / 3.0 * PI * R * R * R * RHO;
-    let x = n * (R - m * 9.81 * theta.cos() / (E * R));
-    let mut s = sim(&format!(
-        r#"Scene(materials: [Frict(name: "m", young: {E:e}, poisson: 0.25, friction_angle: 0.6, density: {RHO:e}, restitution: 0.5)],
-        walls: [Wall(point: (0.0, 0.0, 0.0), normal: ({:e}, 0.0, {:e}), material: "m")],
-        spheres: [Sphere(pos: ({:e}, 0.0, {:e}), radius: {R:e}, material: "m")],
-        rolling: (mu_r: {mu_r:e}, model: Epsd, eta_r: 0.3),
-        gravity: (0.0, 0.0, -9.81), dt: Fixed(1e-5), run: Steps(1),
-        domain: Domain(lo: (-10.0, -1.0, -10.0), hi: (10.0, 1.0, 10.0)))"#,
-        n.x, n.z, x.x, x.z
-    ));
+    let (mut s, down) = on_plane_with(theta, mu_r, 0.0, "Epsd, eta_r: 0.3");
     let x0 = s.ps.pos[0];
     steps(&mut s, 30_000);
     let d1 = (s.ps.pos[0] - x0).dot(&down);
