@@ -15,6 +15,8 @@ import argparse
 import math
 import os
 
+from stl_ascii import write_ascii
+
 
 def drum_triangles(radius, length, segments):
     def rim(k, y):
@@ -31,25 +33,6 @@ def drum_triangles(radius, length, segments):
     return tris
 
 
-def normal(a, b, c):
-    u = [b[i] - a[i] for i in range(3)]
-    v = [c[i] - a[i] for i in range(3)]
-    n = (u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0])
-    length = math.sqrt(sum(x * x for x in n))
-    return tuple(x / length for x in n)
-
-
-def write_ascii(path, tris, name="drum"):
-    with open(path, "w") as f:
-        f.write(f"solid {name}\n")
-        for t in tris:
-            f.write("  facet normal %.17g %.17g %.17g\n    outer loop\n" % normal(*t))
-            for v in t:
-                f.write("      vertex %.17g %.17g %.17g\n" % v)
-            f.write("    endloop\n  endfacet\n")
-        f.write(f"endsolid {name}\n")
-
-
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -61,7 +44,7 @@ def main():
     if a.segments < 3 or not (a.radius > 0 and a.length > 0):
         p.error("needs segments >= 3 and positive radius and length")
     tris = drum_triangles(a.radius, a.length, a.segments)
-    write_ascii(a.out, tris)
+    write_ascii(a.out, tris, "drum")
     print(f"{a.out}: {len(tris)} triangles")
 
 

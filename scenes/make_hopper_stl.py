@@ -14,6 +14,8 @@ import argparse
 import math
 import os
 
+from stl_ascii import write_ascii
+
 
 def ring(radius, z, segments):
     return [
@@ -42,25 +44,6 @@ def hopper_triangles(radius, outlet, half_angle_deg, height, segments):
     return band(bottom, top_of_cone) + band(top_of_cone, top), cone_h
 
 
-def normal(a, b, c):
-    u = [b[i] - a[i] for i in range(3)]
-    v = [c[i] - a[i] for i in range(3)]
-    n = (u[1] * v[2] - u[2] * v[1], u[2] * v[0] - u[0] * v[2], u[0] * v[1] - u[1] * v[0])
-    length = math.sqrt(sum(x * x for x in n))
-    return tuple(x / length for x in n)
-
-
-def write_ascii(path, tris, name="hopper"):
-    with open(path, "w") as f:
-        f.write(f"solid {name}\n")
-        for t in tris:
-            f.write("  facet normal %.17g %.17g %.17g\n    outer loop\n" % normal(*t))
-            for v in t:
-                f.write("      vertex %.17g %.17g %.17g\n" % v)
-            f.write("    endloop\n  endfacet\n")
-        f.write(f"endsolid {name}\n")
-
-
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -77,7 +60,7 @@ def main():
                               and 0 < a.half_angle < 90):
         p.error("needs segments >= 3, 0 < outlet < radius, height > 0, 0 < half-angle < 90")
     tris, cone_h = hopper_triangles(a.radius, a.outlet, a.half_angle, a.height, a.segments)
-    write_ascii(a.out, tris)
+    write_ascii(a.out, tris, "hopper")
     print(f"{a.out}: {len(tris)} triangles, cone height {cone_h:.6g} m")
 
 

@@ -67,6 +67,8 @@ pub struct FacetPairs {
     groups: Vec<(u32, u32)>,
     /// Per wall pair (facet pairs only meaningful): geometry of the last step.
     pub hit: Vec<Hit>,
+    /// Scratch of [`Self::build`]: the key order of the pairs.
+    order: Vec<u32>,
 }
 
 impl FacetPairs {
@@ -79,9 +81,10 @@ impl FacetPairs {
             return;
         }
         if !pairs.key.is_sorted() {
-            let mut order: Vec<u32> = (0..pairs.len() as u32).collect();
-            order.sort_unstable_by_key(|&k| pairs.key[k as usize]);
-            pairs.permute(&order);
+            self.order.clear();
+            self.order.extend(0..pairs.len() as u32);
+            self.order.sort_unstable_by_key(|&k| pairs.key[k as usize]);
+            pairs.permute(&self.order);
         }
         self.hit.clear();
         self.hit.resize(pairs.len(), Hit::default());
@@ -123,9 +126,11 @@ pub fn facet_pairs(
         return;
     }
     // the moment histories (EPSD; without it zeros that nothing reads)
-    if pairs.roll.len() != pairs.len() {
-        pairs.roll.resize(pairs.len(), V3::zeros());
-    }
+    debug_assert_eq!(
+        pairs.roll.len(),
+        pairs.len(),
+        "PairList::roll is sized with the list"
+    );
     let (act, st, roll, hit) = (
         Shared::new(&mut pairs.active),
         Shared::new(&mut pairs.state),
@@ -210,20 +215,16 @@ impl Group<'_> {
         for k in 0..self.hit.len() {
             let h = self.hit[k];
             if !h.keep {
-                self.act[k] = false;
-                self.roll[k] = V3::zeros(); // a contact starts from zero (store.rs `roll`)
+                super::end_wall_contact(&mut self.act[k], &mut self.roll[k]);
                 if h.was {
                     out.wall(self.slots[k], V3::zeros(), V3::zeros()); // its slot held a force
                 }
                 continue;
             }
             if !self.act[k] {
-                self.act[k] = true;
-                let phys = mix
-                    .get(meshes.meshes[m].material, ps.material[i])
-                    .wall_phys(r, ps.mass[i]);
-                self.st[k] = FrictState::new(phys, h.n);
-                self.roll[k] = V3::zeros();
+                let pm = mix.get(meshes.meshes[m].material, ps.material[i]);
+                let (a, s, m_roll) = (&mut self.act[k], &mut self.st[k], &mut self.roll[k]);
+                super::start_wall_contact(a, s, m_roll, pm, ps, i, h.n);
             }
             let (f, t2) = facet_law(
                 &mut self.st[k],

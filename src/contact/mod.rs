@@ -15,7 +15,7 @@ use crate::particles::Particles;
 use crate::V3;
 use law::cpm::{self, CpmMat, CpmPhys, CpmState};
 use law::linear::CundallStrack;
-use law::{FrictLaw, FrictLawKind};
+use law::FrictLawKind;
 use rayon::prelude::*;
 use store::{CpmHist, FrictState, PairForce, PairList, Shared};
 
@@ -443,10 +443,12 @@ pub fn wall_pairs(
     dt: f64,
 ) {
     let (ii, ww) = (&pairs.i, &pairs.j);
-    // the moment histories (EPSD; without it zeros that nothing reads: a merge sizes them)
-    if pairs.roll.len() != pairs.len() {
-        pairs.roll.resize(pairs.len(), V3::zeros());
-    }
+    // the moment histories (EPSD; without it zeros that nothing reads)
+    debug_assert_eq!(
+        pairs.roll.len(),
+        pairs.len(),
+        "PairList::roll is sized with the list"
+    );
     pairs
         .active
         .par_chunks_mut(CHUNK)
@@ -489,17 +491,19 @@ pub fn wall_pair(
     // u_N = (c − p)·n − r, negative in penetration (digest A5.1).
     let u_n = (ps.pos[i] - wall.point).dot(&n) - r;
     if u_n > 0.0 {
-        *active = false;
-        *m_roll = V3::zeros();
+        end_wall_contact(active, m_roll);
         return PairForce::default();
     }
     if !*active {
-        *active = true;
-        let phys = mix
-            .get(wall.material, ps.material[i])
-            .wall_phys(r, ps.mass[i]);
-        *st = FrictState::new(phys, n);
-        *m_roll = V3::zeros();
+        start_wall_contact(
+            active,
+            st,
+            m_roll,
+            mix.get(wall.material, ps.material[i]),
+            ps,
+            i,
+            n,
+        );
     }
     let w2 = ps.angvel[i];
     let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, ps.vel[i], w2, r, n);
@@ -509,6 +513,32 @@ pub fn wall_pair(
         t1: V3::zeros(),
         t2,
     }
+}
+
+/// A sphere–wall (or facet) contact of sphere `i` starts with normal `n`: flag set, the pair's
+/// constants `mix` of the wall (a sphere of infinite radius and mass, `PairMix::wall_phys`),
+/// zero shear and rolling histories.
+#[inline]
+pub(crate) fn start_wall_contact(
+    active: &mut bool,
+    st: &mut FrictState,
+    m_roll: &mut V3,
+    mix: &crate::material::PairMix,
+    ps: &Particles,
+    i: usize,
+    n: V3,
+) {
+    *active = true;
+    *st = FrictState::new(mix.wall_phys(ps.radius[i], ps.mass[i]), n);
+    *m_roll = V3::zeros();
+}
+
+/// A sphere–wall (or facet) contact ends: flag cleared, and its rolling history zeroed (every
+/// pair not in contact holds zero there, `PairList::roll`).
+#[inline]
+pub(crate) fn end_wall_contact(active: &mut bool, m_roll: &mut V3) {
+    *active = false;
+    *m_roll = V3::zeros();
 }
 
 /// The scene's frictional law and rolling resistance on one sphere–wall (or facet) contact
@@ -532,15 +562,12 @@ pub(crate) fn wall_contact(
 ) -> (V3, V3) {
     let r = ps.radius[i];
     let twist = n.dot(&(w1 + w2));
-    let n_old = st.n_old;
-    let (f, k_t, k_n) = match mix.law() {
-        FrictLawKind::CundallStrack => wall_law(&CundallStrack, st, n, u_n, v12, twist, dt, r),
-        FrictLawKind::HertzMindlin(h) => wall_law(&h, st, n, u_n, v12, twist, dt, r),
-        FrictLawKind::Hooke(h) => wall_law(&h, st, n, u_n, v12, twist, dt, r),
-    };
+    let (phys, n_old) = (st.phys, st.n_old);
+    let f = mix.law().apply(st, n, u_n, v12, twist, dt, r);
     let mut t2 = n.cross(&f) * r;
     let roll = mix.rolling();
     if roll.has_history() {
+        let (k_t, k_n) = mix.law().stiffnesses(&phys, u_n);
         let i_r = ps.inertia[i] + ps.mass[i] * r * r;
         let (m, spring) = roll.epsd(
             *m_roll,
@@ -558,24 +585,4 @@ pub(crate) fn wall_contact(
         t2 -= roll.moment(n, f, w1, w2, r);
     }
     (f, t2)
-}
-
-/// Law `L` on a wall contact: the force, and the tangential and normal stiffnesses at the
-/// step's overlap (for the EPSD rolling spring).
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn wall_law<L: FrictLaw>(
-    law: &L,
-    st: &mut FrictState,
-    n: V3,
-    u_n: f64,
-    v12: V3,
-    twist: f64,
-    dt: f64,
-    r: f64,
-) -> (V3, f64, f64) {
-    let phys = st.phys;
-    let f = law.apply(st, n, u_n, v12, twist, dt, r);
-    let k_t = law.tangential_stiffness(&phys, u_n);
-    (f, k_t, law.normal_stiffness(&phys, u_n))
 }

@@ -404,7 +404,7 @@ impl PairList {
         ContactState {
             frict: self.state[k],
             cpm: self.cpm[k],
-            roll: self.roll.get(k).copied().unwrap_or_default(),
+            roll: self.roll[k],
         }
     }
 

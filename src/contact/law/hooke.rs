@@ -75,18 +75,6 @@ impl FrictLaw for Hooke {
         let xi = select3(slip, xi_slip, xi);
         (n * f_n + ft, xi)
     }
-
-    /// LAMMPS kt.
-    #[inline(always)]
-    fn tangential_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
-        p.ks
-    }
-
-    /// LAMMPS kn.
-    #[inline(always)]
-    fn normal_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
-        p.kn
-    }
 }
 
 #[cfg(test)]

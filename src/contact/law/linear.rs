@@ -45,18 +45,6 @@ impl FrictLaw for CundallStrack {
         let fs = fs * if fs2 > max_fs * max_fs { slip } else { 1.0 };
         (n * (fn_el + p.cn * vn) + fs, fs)
     }
-
-    /// Constant K_T (thesis eq. 2.46).
-    #[inline(always)]
-    fn tangential_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
-        p.ks
-    }
-
-    /// Constant K_N (thesis eq. 2.45).
-    #[inline(always)]
-    fn normal_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
-        p.kn
-    }
 }
 
 #[cfg(test)]

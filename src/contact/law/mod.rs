@@ -54,11 +54,20 @@ pub trait FrictLaw {
 
     /// The tangential stiffness k_T [N/m] of a contact with pair constants `p` at normal
     /// displacement `u_n`: the rolling spring of the EPSD model is k_T R_eff² (`rolling.rs`).
-    fn tangential_stiffness(&self, p: &FrictPhys, u_n: f64) -> f64;
+    /// The constant `ks` of the linear laws (Cundall–Strack's K_T, LAMMPS' kt) unless a law
+    /// says otherwise.
+    #[inline(always)]
+    fn tangential_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
+        p.ks
+    }
 
     /// The secant normal stiffness k_N = F_N^el / δ [N/m] at normal displacement `u_n`: the
-    /// rolling spring of LIGGGHTS' `epsd` model is 2.25 k_N μ_r² R_eff² (`rolling.rs`).
-    fn normal_stiffness(&self, p: &FrictPhys, u_n: f64) -> f64;
+    /// rolling spring of LIGGGHTS' `epsd` model is 2.25 k_N μ_r² R_eff² (`rolling.rs`). The
+    /// constant `kn` of the linear laws unless a law says otherwise.
+    #[inline(always)]
+    fn normal_stiffness(&self, p: &FrictPhys, _u_n: f64) -> f64 {
+        p.kn
+    }
 
     /// [`Self::step`] on a pair's stored history `st` (shear vector and normal updated in
     /// place): the force on particle 1. The scalar callers' form (walls, tests).
@@ -82,7 +91,8 @@ pub trait FrictLaw {
 }
 
 /// The frictional law of a scene (all its frictional materials share one family; CPM scenes
-/// have their own loop). A closed set: one `match` where a loop is chosen.
+/// have their own loop). A closed set: one `match` where a loop is chosen (the batch loop,
+/// monomorphised per law), or per contact for the scalar callers ([`Self::apply`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum FrictLawKind {
     /// Linear Cundall–Strack (`Frict` materials, [`linear::CundallStrack`]).
@@ -94,4 +104,41 @@ pub enum FrictLawKind {
     /// LAMMPS `pair gran/hooke/history` (`Hooke` materials, [`hooke::Hooke`]): constant kn, kt,
     /// γ_N, γ_T, Coulomb on the total or the elastic normal force.
     Hooke(hooke::Hooke),
+}
+
+impl FrictLawKind {
+    /// [`FrictLaw::apply`] of this law (the scalar callers: plane walls, mesh facets).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn apply(
+        &self,
+        st: &mut FrictState,
+        n: V3,
+        u_n: f64,
+        v12: V3,
+        twist: f64,
+        dt: f64,
+        r_eff: f64,
+    ) -> V3 {
+        match self {
+            FrictLawKind::CundallStrack => {
+                linear::CundallStrack.apply(st, n, u_n, v12, twist, dt, r_eff)
+            }
+            FrictLawKind::HertzMindlin(h) => h.apply(st, n, u_n, v12, twist, dt, r_eff),
+            FrictLawKind::Hooke(h) => h.apply(st, n, u_n, v12, twist, dt, r_eff),
+        }
+    }
+
+    /// ([`FrictLaw::tangential_stiffness`], [`FrictLaw::normal_stiffness`]) of this law.
+    #[inline(always)]
+    pub fn stiffnesses(&self, p: &FrictPhys, u_n: f64) -> (f64, f64) {
+        fn of<L: FrictLaw>(l: &L, p: &FrictPhys, u_n: f64) -> (f64, f64) {
+            (l.tangential_stiffness(p, u_n), l.normal_stiffness(p, u_n))
+        }
+        match self {
+            FrictLawKind::CundallStrack => of(&linear::CundallStrack, p, u_n),
+            FrictLawKind::HertzMindlin(h) => of(h, p, u_n),
+            FrictLawKind::Hooke(h) => of(h, p, u_n),
+        }
+    }
 }

@@ -104,10 +104,7 @@ impl Rolling {
         (k_r, c_r): (f64, f64),
         dt: f64,
     ) -> (V3, V3) {
-        let fn_abs = n.dot(&f).abs();
-        let w = w1 - w2;
-        let wt = n.dot(&w);
-        let wr = w - n * wt;
+        let (fn_abs, wr, wt) = split(n, f, w1, w2);
         // the old moment carried with the contact frame: rolling part as a shear vector
         // (tilt and mean spin of the normal), twisting part as its component along n
         let m_t0 = n_old.dot(&m);
@@ -130,10 +127,7 @@ impl Rolling {
     /// `f` on particle 1, angular velocities `w1`, `w2` and effective radius `r_eff`.
     #[inline(always)]
     pub fn moment(&self, n: V3, f: V3, w1: V3, w2: V3, r_eff: f64) -> V3 {
-        let fn_abs = n.dot(&f).abs();
-        let w = w1 - w2;
-        let wt = n.dot(&w);
-        let wr = w - n * wt;
+        let (fn_abs, wr, wt) = split(n, f, w1, w2);
         let wr2 = wr.norm_squared();
         let m_r = wr * (-self.mu_r * r_eff * fn_abs / wr2.sqrt());
         let m_r = select3(wr2 > 0.0, m_r, V3::zeros());
@@ -146,6 +140,15 @@ impl Rolling {
         };
         m_r - n * (self.mu_t * r_eff * fn_abs * s)
     }
+}
+
+/// |F_N| of the force `f` on particle 1, and the relative rotation ω1 − ω2 split about the
+/// normal `n`: its rolling part ω_r (⟂ n) and its twisting part ω_t = n·(ω1 − ω2).
+#[inline(always)]
+fn split(n: V3, f: V3, w1: V3, w2: V3) -> (f64, V3, f64) {
+    let w = w1 - w2;
+    let wt = n.dot(&w);
+    (n.dot(&f).abs(), w - n * wt, wt)
 }
 
 #[cfg(test)]
