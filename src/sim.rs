@@ -90,6 +90,8 @@ pub struct Restored {
 pub struct CpmSim {
     /// CPM parameters per material index.
     pub mats: Vec<CpmMat>,
+    /// Their pair constants (`contact::cpm_pairs`).
+    pub table: contact::CpmTable,
     /// Interaction radius R_I of the initial step (thesis eq. 2.23).
     pub interaction_radius: f64,
     /// The initial cohesive network has been created (after the first step).
@@ -561,16 +563,20 @@ impl Simulation {
         let reach_extra = scene
             .interaction_radius
             .map_or(0.0, |ri| (ri - 1.0) * 2.0 * rmax);
-        let cpm = scene.interaction_radius.map(|ri| CpmSim {
-            mats: scene
+        let cpm = scene.interaction_radius.map(|ri| {
+            let mats: Vec<CpmMat> = scene
                 .materials
                 .iter()
                 // a CPM scene has only CPM materials (scene validation); the fallback is unused
                 .map(|m| m.cpm().copied().unwrap_or_else(CpmMat::thesis))
-                .collect(),
-            interaction_radius: ri,
-            links_created: false,
-            n_links0: 0,
+                .collect();
+            CpmSim {
+                table: contact::CpmTable::new(&mats),
+                mats,
+                interaction_radius: ri,
+                links_created: false,
+                n_links0: 0,
+            }
         });
         let halo = 2.0 * rmax + scene.skin + reach_extra;
         scene.domain.check_halo(halo)?;
@@ -1085,7 +1091,7 @@ impl Simulation {
                         },
                         max_stretch: 0.5 * skin,
                     };
-                    contact::cpm_pairs(pairs, sl, out, ps, &c.mats, dt, cs)
+                    contact::cpm_pairs(pairs, sl, out, ps, &c.mats, &c.table, dt, cs)
                 }
             },
             || {

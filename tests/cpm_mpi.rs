@@ -163,3 +163,62 @@ fn cpm_checkpoint_of_format_2_is_refused() {
         &tmp.0,
     );
 }
+
+/// Issue 20, acceptance 6: Yade's public law runs in the batched CPM loop
+/// (`contact/cpm_batch.rs`); the tension test with it past the peak gives the identical
+/// `strainer.csv` on 1, 2, 3, 4 and 8 ranks (oversubscribed) × 1 and 2 threads, and a restart
+/// after the peak on 3 ranks × 2 threads continues to the identical curve.
+#[test]
+fn batched_public_law_is_rank_and_thread_independent() {
+    let tmp = TempDir::new("cpm-batched");
+    let t = &tmp.0;
+    let scene = SCENE.replace(
+        "\n        yield_surface: Log, yield_log_speed: 0.1, eps_soft: -3e-3, rel_kn_soft: 0.3))",
+        "))",
+    );
+    assert!(!scene.contains("Log"), "the public law: {scene}");
+    std::fs::write(t.join("scene.ron"), scene).unwrap();
+    let runs = [(1, 1), (1, 2), (2, 1), (3, 1), (4, 2), (8, 1)];
+    let mut curves = vec![];
+    for (ranks, threads) in runs {
+        let out = format!("r{ranks}t{threads}");
+        let o = run(ranks, threads, &["--out", &out, "scene.ron"], t);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{ranks}x{threads}: {}",
+            describe(&o)
+        );
+        curves.push(csv(&t.join(&out)));
+    }
+    let a = &curves[0];
+    let pk = peak_step(a);
+    let last: u64 = a
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        pk > 0 && last > pk + 200,
+        "peak at {pk}, stop at {last}: softening reached"
+    );
+    for ((ranks, threads), b) in runs.iter().zip(&curves) {
+        assert_eq!(
+            a, b,
+            "strainer.csv differs on {ranks} ranks x {threads} threads"
+        );
+    }
+    let ck = (pk / 1000 + 1) * 1000;
+    assert!(
+        ck < last,
+        "no checkpoint between the peak {pk} and the stop {last}"
+    );
+    let f = format!("r1t1/checkpoints/ckpt_{ck:010}.h5");
+    let o = run(3, 2, &["--restart", &f, "--out", "r1t1"], t);
+    assert_eq!(o.status.code(), Some(0), "restart: {}", describe(&o));
+    assert_eq!(&csv(&t.join("r1t1")), a, "the restarted curve differs");
+}

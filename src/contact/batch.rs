@@ -37,7 +37,7 @@ use crate::V3;
 type BatchFn<'a> = dyn FnMut(&mut Lanes, usize, &mut [bool], &mut [FrictState]) + 'a;
 
 /// Pairs per batch: the lanes of one batch (~25 KB) stay in L1.
-const LANES: usize = 64;
+pub(super) const LANES: usize = 64;
 
 /// The kernel's rolling-resistance variants (`law/rolling.rs`): none, constant torque, EPSD
 /// (moment history in [`Lanes::m_roll`]).
@@ -73,15 +73,15 @@ impl Kernel {
 
 /// Three components, one array each.
 #[derive(Clone, Copy)]
-struct L3([[f64; LANES]; 3]);
+pub(super) struct L3(pub(super) [[f64; LANES]; 3]);
 
 impl L3 {
     #[inline(always)]
-    fn get(&self, q: usize) -> V3 {
+    pub(super) fn get(&self, q: usize) -> V3 {
         V3::new(self.0[0][q], self.0[1][q], self.0[2][q])
     }
     #[inline(always)]
-    fn set(&mut self, q: usize, v: V3) {
+    pub(super) fn set(&mut self, q: usize, v: V3) {
         self.0[0][q] = v.x;
         self.0[1][q] = v.y;
         self.0[2][q] = v.z;

@@ -4,6 +4,7 @@
 //! alone, so its bits do not depend on how the pairs are split among threads.
 
 mod batch;
+mod cpm_batch;
 pub mod facet;
 pub mod geom;
 pub mod law;
@@ -13,6 +14,7 @@ use crate::forces::{ForceSlots, SlotWriter};
 use crate::material::MixTable;
 use crate::particles::Particles;
 use crate::V3;
+pub use cpm_batch::CpmTable;
 use law::cpm::{self, CpmMat, CpmPhys, CpmState};
 use law::linear::CundallStrack;
 use law::FrictLawKind;
@@ -307,7 +309,9 @@ pub struct CpmStep {
 }
 
 /// CPM sphere–sphere contact loop of one step (every material is CPM). `mats[m]` holds the
-/// CPM parameters of material index m.
+/// CPM parameters of material index m, `table` their pair constants: when every pair runs
+/// Yade's public law, the pairs go in batches (`cpm_batch.rs`), else one by one
+/// ([`cpm_pair`]).
 #[allow(clippy::too_many_arguments)]
 pub fn cpm_pairs(
     pairs: &mut PairList,
@@ -315,9 +319,19 @@ pub fn cpm_pairs(
     out: SlotWriter,
     ps: &Particles,
     mats: &[CpmMat],
+    table: &CpmTable,
     dt: f64,
     cs: CpmStep,
 ) {
+    if table.public_law() {
+        let v = PairsView::new(pairs);
+        let kernel = crate::kernel::Kernel::detect();
+        // SAFETY: `for_ranges` hands out disjoint ranges.
+        for_ranges(slots, out, |r, out| unsafe {
+            v.run_cpm(r, out, ps, table, dt, cs, kernel)
+        });
+        return;
+    }
     pair_loop(
         pairs,
         slots,

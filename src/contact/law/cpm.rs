@@ -456,6 +456,118 @@ impl CpmPhys {
     fn visco_plastic(&self) -> bool {
         self.pl_tau > 0.0 && self.pl_rate_exp > 0.0
     }
+
+    /// The pair runs Yade's public law (the defaults): no compressive hardening, the linear
+    /// Mohr–Coulomb surface, no rate dependence, no confinement. Such pairs go through the
+    /// batched loop (`contact/cpm_batch.rs`: [`public_stress`] on lanes), the others through
+    /// [`cpm_step`].
+    pub fn is_public_law(&self) -> bool {
+        self.eps_soft >= 0.0
+            && self.y0 <= 0.0
+            && !self.visco_damage()
+            && !self.visco_plastic()
+            && self.sigma0 == 0.0
+    }
+
+    /// The constants of the public law that do not depend on the radii or d₀ (bit for bit
+    /// those of [`CpmPhys::new`]).
+    pub fn public_const(&self) -> CpmConst {
+        CpmConst {
+            kn: self.kn,
+            kt: self.kt,
+            tan_phi: self.tan_phi,
+            cohesion: self.cohesion,
+            eps0: self.eps0,
+            eps_f: self.eps_f,
+            omega_threshold: self.omega_threshold,
+            linear_damage: self.linear_damage,
+            never_damage: self.never_damage,
+        }
+    }
+}
+
+/// The constants of Yade's public CPM law for one pair of materials ([`CpmPhys::public_const`]),
+/// the lanes' parameters of the batched loop; the cross-section comes from the radii.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CpmConst {
+    pub kn: f64,
+    pub kt: f64,
+    pub tan_phi: f64,
+    pub cohesion: f64,
+    pub eps0: f64,
+    pub eps_f: f64,
+    pub omega_threshold: f64,
+    pub linear_damage: bool,
+    pub never_damage: bool,
+}
+
+/// κ after a step at elastic strain ε_el: the largest positive elastic strain so far (thesis
+/// eq. 3.3; see [`cpm_step`] on ε_el vs ⟨ε_N⟩).
+#[inline(always)]
+pub fn kappa_update(kappa: f64, eps_el: f64) -> f64 {
+    kappa.max(eps_el.max(0.0))
+}
+
+/// ω of a contact whose κ grew from `kappa_old` to `kappa` (thesis eq. 3.2–3.4): `omega_old`
+/// unless κ grew past ε₀ on a cohesive, damageable contact. ω is a function of κ alone
+/// ([`damage`], [`damage_linear`]), so the value of [`cpm_step`], which re-evaluates it every
+/// step, is the stored one whenever κ did not grow; the batched loop evaluates the exponential
+/// only for the contacts that are being damaged now.
+#[inline(always)]
+pub fn damage_update(
+    c: &CpmConst,
+    cohesive: bool,
+    kappa_old: f64,
+    kappa: f64,
+    omega_old: f64,
+) -> f64 {
+    if !cohesive || c.never_damage || kappa <= kappa_old || kappa < c.eps0 {
+        omega_old
+    } else if c.linear_damage {
+        damage_linear(kappa, c.eps0, c.eps_f)
+    } else {
+        damage(kappa, c.eps0, c.eps_f)
+    }
+}
+
+/// Normal stress with damage in tension only, σ_N = (1 − H(ε_el) ω) k_N ε_el (thesis eq. 3.1,
+/// §3.2.6 summary form with the plastic strain), as a select.
+#[inline(always)]
+pub fn normal_stress(eps_el: f64, omega: f64, kn: f64) -> f64 {
+    let damaged = (1.0 - omega) * kn * eps_el;
+    let intact = kn * eps_el;
+    if eps_el >= 0.0 {
+        damaged
+    } else {
+        intact
+    }
+}
+
+/// Radius of the linear Mohr–Coulomb shear surface r = c_T0 (1 − ω) − σ_N tan φ, clamped at 0
+/// (thesis eq. 3.19; the branch of [`yield_radius`] without the log surface).
+#[inline(always)]
+pub fn mohr_coulomb_radius(sigma_n: f64, omega: f64, cohesion: f64, tan_phi: f64) -> f64 {
+    (cohesion * (1.0 - omega) - sigma_n * tan_phi).max(0.0)
+}
+
+/// The stresses of Yade's public law once ω is known: σ_N ([`normal_stress`]), the trial shear
+/// stress k_T ε_T and its radial return onto the Mohr–Coulomb surface (thesis eq. 3.18–3.22,
+/// digest erratum: ε_T scaled like σ_T). Returns (σ_N, σ_T, ε_T after the return). Selects
+/// only: the batched loop (`contact/cpm_batch.rs`) runs it lane by lane; [`cpm_step`] gives
+/// the same bits for a public-law pair.
+#[inline(always)]
+pub fn public_stress(c: &CpmConst, eps_el: f64, omega: f64, eps_t: V3) -> (f64, V3, V3) {
+    let sigma_n = normal_stress(eps_el, omega, c.kn);
+    let trial = eps_t * c.kt;
+    let r = mohr_coulomb_radius(sigma_n, omega, c.cohesion, c.tan_phi);
+    let t2 = trial.norm_squared();
+    let scale = r / t2.sqrt(); // eq. 3.21 (unused, possibly NaN, where no slip)
+    let slip = t2 > r * r;
+    (
+        sigma_n,
+        super::select3(slip, trial * scale, trial),
+        super::select3(slip, eps_t * scale, eps_t),
+    )
 }
 
 /// History of one CPM contact (Yade `CpmPhys` state variables + the shear strain of the
@@ -597,12 +709,12 @@ pub fn damage_linear(kappa: f64, eps0: f64, eps_f: f64) -> f64 {
 /// (its Y₀ → ∞ limit, Yade `yieldSurfType = 0`) is used in compression too.
 #[inline]
 pub fn yield_radius(sigma_n: f64, omega: f64, cohesion: f64, tan_phi: f64, y0: f64) -> f64 {
-    let r = if sigma_n >= 0.0 || y0 <= 0.0 || cohesion <= 0.0 {
-        cohesion * (1.0 - omega) - sigma_n * tan_phi
+    if sigma_n >= 0.0 || y0 <= 0.0 || cohesion <= 0.0 {
+        mohr_coulomb_radius(sigma_n, omega, cohesion, tan_phi)
     } else {
-        cohesion * ((1.0 - omega) + y0 * tan_phi * (1.0 - sigma_n / (cohesion * y0)).ln())
-    };
-    r.max(0.0)
+        let r = cohesion * ((1.0 - omega) + y0 * tan_phi * (1.0 - sigma_n / (cohesion * y0)).ln());
+        r.max(0.0)
+    }
 }
 
 /// Strain shift of the isotropic confinement σ₀ (thesis eq. 3.16, digest §4.3.5; the §3.2.6
@@ -695,7 +807,7 @@ pub fn cpm_step(p: &CpmPhys, st: &mut CpmState, eps_n: f64, d_eps_t: V3, dt: f64
     // itself uses H(ε_el) (§3.2.6). We follow the consistent choice of Woo's
     // Law2_L6Geom_ConcretePhys (κ from ⟨ε_N − ε_N^pl⟩) [X-CHECK].
     let mut eps_el = eps - st.eps_n_pl;
-    st.kappa = st.kappa.max(eps_el.max(0.0));
+    st.kappa = kappa_update(st.kappa, eps_el);
     st.omega = if !st.cohesive {
         1.0 // thesis §3.2.1: non-cohesive = fully damaged from the start
     } else if p.never_damage {
@@ -709,11 +821,7 @@ pub fn cpm_step(p: &CpmPhys, st: &mut CpmState, eps_n: f64, d_eps_t: V3, dt: f64
 
     // Normal stress, damage in tension only: σ_N = (1 − H(ε_el) ω) k_N ε_el (thesis eq. 3.1,
     // §3.2.6 summary form with the plastic strain; H(0) = 1, irrelevant since ε_el = 0 ⇒ σ = 0).
-    let mut sigma_n = if eps_el >= 0.0 {
-        (1.0 - omega) * p.kn * eps_el
-    } else {
-        p.kn * eps_el
-    };
+    let mut sigma_n = normal_stress(eps_el, omega, p.kn);
 
     // Compressive plasticity with hardening (thesis §3.2.3.1, §3.2.6; digest §4.3.3): the
     // hardening line σ_s = k_N (ε_s + K̃_s (ε − ε_s)) is written in the total strain, so that
