@@ -4,9 +4,10 @@
 # missing packages and rustup for a missing toolchain/component.
 #
 #   scripts/setup.sh            # install what is missing
-#   scripts/setup.sh --peers    # also the peer codes the benchmarks run (LIGGGHTS and Yade:
-#                               # with their VTK, Qt, Python dependencies hundreds of packages,
-#                               # so not for CI)
+#   scripts/setup.sh --peers    # also the peer codes the benchmarks run (LIGGGHTS and Yade)
+#                               # and ParaView (its XDMF readers in tests/xdmf_readers.rs, headless
+#                               # rendering by scripts/render_drum.py): with their VTK, Qt,
+#                               # Python dependencies hundreds of packages, so not for CI
 #   DEMHPC_SKIP_SETUP=1 ...     # (honoured by run.sh / test.sh) skip this step
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,11 +22,17 @@ PACKAGES=(
     lammps
     shellcheck
     python3-h5py python3-numpy python3-matplotlib
+    # XDMF reader of tests/xdmf_readers.rs (~7 MB with its dependencies; ParaView is --peers)
+    python3-meshio
 )
 # Peers for the side-by-side benchmarks only (bench/liggghts_hertz.sh, bench/yade_cpm.sh);
 # LAMMPS above is also a test reference (bench/lammps_hooke_reference.sh).
+# ParaView with its Python (pvbatch) and a virtual X server for rendering without a display:
+# up to ~250 packages beyond the list above, ≤ 190 MB to download, ≤ 1 GB installed (Debian 12;
+# paraview alone 440 MB, python3-paraview 105 MB), for one test that otherwise skips with a
+# NOTICE (meshio above still reads the snapshots).
 if [ "${1:-}" = --peers ]; then
-    PACKAGES+=(liggghts yade)
+    PACKAGES+=(liggghts yade paraview python3-paraview xvfb xauth)
 fi
 
 log() { printf 'setup: %s\n' "$*" >&2; }

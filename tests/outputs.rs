@@ -469,6 +469,9 @@ for g in coll[0].findall("Grid"):
     if topo.get("TopologyType") != "Polyvertex":
         fail("topology " + str(topo.get("TopologyType")))
     nel = int(topo.get("NumberOfElements"))
+    conn = topo.findall("DataItem")
+    if len(conn) != 1 or not (conn[0].text or "").strip().endswith(":/gid"):
+        fail("the Polyvertex topology must name its connectivity (gid)")
     files = set()
     for di in g.iter("DataItem"):
         text = (di.text or "").strip()
@@ -505,7 +508,8 @@ print("dataitems", n)
 
 /// (c) `snapshots.xmf` is well-formed XML; every DataItem `file.h5:/name` names an existing file
 /// (relative to the xmf) holding dataset `name` with the declared Dimensions and number type;
-/// one grid per snapshot file, in step order, with the snapshot's time.
+/// one grid per snapshot file, in step order, with the snapshot's time; the Polyvertex topology
+/// names `gid` (0..N−1) as its connectivity.
 #[test]
 fn xdmf_matches_snapshots() {
     if !have_h5py("xdmf_matches_snapshots") {
@@ -527,10 +531,10 @@ fn xdmf_matches_snapshots() {
         // Each grid reads only its own snapshot file.
         assert_eq!(&g[4..], [format!("snapshots/snap_{step:09}.h5")], "{text}");
     }
-    // pos, radius, vel, angvel, gid, ncontacts, tag per grid.
+    // connectivity (gid), pos, radius, vel, angvel, gid, ncontacts, tag per grid.
     assert!(
         text.lines()
-            .any(|l| l == format!("dataitems {}", 7 * SNAP_STEPS.len())),
+            .any(|l| l == format!("dataitems {}", 8 * SNAP_STEPS.len())),
         "{text}"
     );
 }

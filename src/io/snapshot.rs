@@ -1,8 +1,9 @@
 //! Particle snapshots: one HDF5 file per snapshot (`snapshots/snap_<step>.h5`, datasets `gid`,
 //! `pos`, `vel`, `angvel`, `radius`, `ncontacts`, `tag`, sorted by gid; root attributes `step`, `time`,
 //! `demhpc_version`) and one XDMF file (`snapshots.xmf`, written by rank 0) listing them as a
-//! temporal collection of `Polyvertex` grids, which ParaView opens directly (CONVENTIONS.md
-//! "Files the project writes").
+//! temporal collection of `Polyvertex` grids (with meshes, spatial collections of those and a
+//! `Triangle` grid), which ParaView opens directly with any of its XDMF readers (CONVENTIONS.md
+//! "Files the project writes"; `tests/xdmf_readers.rs` loads it with ParaView and meshio).
 //!
 //! Writing is collective and no rank holds more than its share of the scene. Gids are dense,
 //! 0..N−1: every generator numbers its spheres consecutively from its first gid (a LAMMPS file's
@@ -15,7 +16,8 @@
 //! transfers). The density is checked at every snapshot (global min and max gid against the
 //! count, then every block complete without duplicates); should it ever fail, rank 0 gathers
 //! all particles, sorts them by gid and writes every row itself (the other ranks write empty
-//! blocks): the same file, only slower.
+//! blocks): the same file, only slower, plus a `vertex` dataset (the rows' indices, which the
+//! XDMF then names as the particles' connectivity instead of `gid`).
 //!
 //! Atomic: the file is written as `snap_<step>.h5.tmp` and renamed by rank 0 once every rank
 //! reports its part written, so a crash never leaves a partial snapshot under the real name.
@@ -39,6 +41,9 @@ const REC: usize = 13;
 struct Block {
     total: usize,
     first: usize,
+    /// Row k holds gid k (dense gids, the usual case): the `gid` dataset is then 0..N−1 and
+    /// serves as the XDMF vertex connectivity; otherwise the file gets a `vertex` dataset.
+    gid_rows: bool,
     gid: Vec<u64>,
     pos: Vec<f64>,
     vel: Vec<f64>,
@@ -122,9 +127,11 @@ fn collect(sim: &Simulation, b: &mut Buffers) {
     let lo = comm.min_u64(gids.iter().copied().min().unwrap_or(u64::MAX));
     let hi = comm.max_u64(gids.iter().copied().max().unwrap_or(0));
     let dense = total == 0 || (lo == 0 && hi == total - 1);
-    if !(dense && redistribute(sim, total, b)) {
+    let gid_rows = dense && redistribute(sim, total, b);
+    if !gid_rows {
         gather_on_root(sim, total, b);
     }
+    b.block.gid_rows = gid_rows;
 }
 
 /// Dense gids: send every particle to the rank whose block holds its row; false (on every rank)
@@ -226,6 +233,11 @@ fn write_h5(
         w.step(|f| dataset(f, "radius", n, o, 1, &b.radius, Some("m"), collective))?;
         w.step(|f| dataset(f, "ncontacts", n, o, 1, &b.ncontacts, None, collective))?;
         w.step(|f| dataset(f, "tag", n, o, 1, &b.tag, None, collective))?;
+        if !b.gid_rows {
+            // the rows' indices, for the XDMF vertex connectivity (`gid` is not 0..N−1)
+            let rows: Vec<u64> = (o as u64..(o + b.gid.len()) as u64).collect();
+            w.step(|f| dataset(f, VERTEX, n, o, 1, &rows, None, collective))?;
+        }
         w.step(|f| {
             f.new_attr::<u64>().create("step")?.write_scalar(&step)?;
             f.new_attr::<f64>().create("time")?.write_scalar(&time)?;
@@ -304,12 +316,28 @@ impl MeshRows {
     }
 }
 
+/// The dataset of a snapshot whose gids are not its row indices (never with dense gids): the
+/// row indices 0..N−1, the vertex connectivity of the XDMF `Polyvertex` topology.
+const VERTEX: &str = "vertex";
+
+/// One snapshot as listed in `snapshots.xmf`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    pub step: u64,
+    pub time: f64,
+    pub particles: usize,
+    /// Mesh triangles (0: no meshes, the time's grid is the particles alone).
+    pub triangles: usize,
+    /// The file has a `vertex` dataset (its gids are not 0..N−1), which then gives the
+    /// particles' connectivity instead of `gid`.
+    pub vertex: bool,
+}
+
 /// Keeps the list of written snapshots and rewrites `snapshots.xmf` after each (rank 0), and
 /// the buffers of the redistribution (every rank).
 pub struct SnapshotWriter {
     dir: PathBuf,
-    /// (step, time, particles, mesh triangles) of each snapshot.
-    entries: Vec<(u64, f64, usize, usize)>,
+    entries: Vec<Entry>,
     buf: Buffers,
     mesh: MeshRows,
 }
@@ -357,9 +385,14 @@ impl SnapshotWriter {
                 .attr("time")
                 .and_then(|a| a.read_scalar::<f64>())
                 .map_err(h5err(&p))?;
-            let n = f.dataset("gid").map_err(h5err(&p))?.shape()[0];
-            let t = f.dataset("mesh_id").map_or(0, |d| d.shape()[0]);
-            w.entries.push((s, time, n, t));
+            let particles = f.dataset("gid").map_err(h5err(&p))?.shape()[0];
+            w.entries.push(Entry {
+                step: s,
+                time,
+                particles,
+                triangles: f.dataset("mesh_id").map_or(0, |d| d.shape()[0]),
+                vertex: f.link_exists(VERTEX),
+            });
         }
         Ok(w)
     }
@@ -388,9 +421,14 @@ impl SnapshotWriter {
     fn publish(&mut self, tmp: &Path, path: &Path, step: u64, time: f64) -> Result<()> {
         super::h5par::trim_release(tmp)?;
         std::fs::rename(tmp, path).map_err(|e| Error::io(path, e))?;
-        self.entries.retain(|e| e.0 != step);
-        self.entries
-            .push((step, time, self.buf.block.total, self.mesh.n_tris));
+        self.entries.retain(|e| e.step != step);
+        self.entries.push(Entry {
+            step,
+            time,
+            particles: self.buf.block.total,
+            triangles: self.mesh.n_tris,
+            vertex: !self.buf.block.gid_rows,
+        });
         let xmf = self
             .dir
             .parent()
@@ -399,14 +437,22 @@ impl SnapshotWriter {
         super::write_atomic(&xmf, xdmf(&self.entries).as_bytes())
     }
 }
-/// XDMF 3 document: a temporal collection of particle grids (Polyvertex topology); with
-/// meshes, each time is a spatial collection of the particles and the meshes' triangles
-/// (Triangle topology, a cell attribute `mesh` naming each triangle's mesh).
-pub fn xdmf(entries: &[(u64, f64, usize, usize)]) -> String {
+/// XDMF 3 document: a temporal collection of particle grids (Polyvertex topology, one vertex
+/// cell per particle); with meshes, each time is a spatial collection of the particles and the
+/// meshes' triangles (Triangle topology, a cell attribute `mesh` naming each triangle's mesh).
+///
+/// The Polyvertex topology names its connectivity: row k's vertex is point k, and `gid` holds
+/// exactly 0..N−1 (row k is gid k), so it serves without a dataset of its own (`vertex` where
+/// it does not). Without one, ParaView's Xdmf3 readers (`Xdmf3ReaderS`/`T`) and meshio make
+/// no cells: the points carry the attributes but the Points and Surface representations show
+/// nothing (`tests/xdmf_readers.rs`).
+pub fn xdmf(entries: &[Entry]) -> String {
     let mut s = String::from(
         "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n",
     );
-    for &(step, time, n, t) in entries {
+    for e in entries {
+        let (step, n, t) = (e.step, e.particles, e.triangles);
+        let time = e.time;
         let f = format!("snapshots/snap_{step:09}.h5");
         let time = format!("<Time Value=\"{time:.12e}\"/>");
         if t == 0 {
@@ -416,7 +462,8 @@ pub fn xdmf(entries: &[(u64, f64, usize, usize)]) -> String {
             s += &mesh_grid(&f, t);
             s += "   <Grid Name=\"spheres\" GridType=\"Uniform\">\n";
         }
-        s += &format!("    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"{n}\" NodesPerElement=\"1\"/>\n");
+        let conn = if e.vertex { VERTEX } else { "gid" };
+        s += &format!("    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"{n}\" NodesPerElement=\"1\">\n     <DataItem Dimensions=\"{n}\" NumberType=\"UInt\" Precision=\"8\" Format=\"HDF\">{f}:/{conn}</DataItem>\n    </Topology>\n");
         s += &format!("    <Geometry GeometryType=\"XYZ\">\n     <DataItem Dimensions=\"{n} 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">{f}:/pos</DataItem>\n    </Geometry>\n");
         for (name, ty, dims, nt, prec) in [
             ("radius", "Scalar", format!("{n}"), "Float", 8),
@@ -448,6 +495,60 @@ fn mesh_grid(f: &str, t: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn entry(step: u64, triangles: usize, vertex: bool) -> Entry {
+        Entry {
+            step,
+            time: step as f64 * 1e-3,
+            particles: 5,
+            triangles,
+            vertex,
+        }
+    }
+
+    /// Every Polyvertex topology names its connectivity: `gid` (dense gids, row k is gid k),
+    /// or the file's `vertex` dataset; grids and collections are balanced.
+    #[test]
+    fn xdmf_polyvertex_has_connectivity() {
+        let x = xdmf(&[entry(10, 0, false), entry(20, 4, false), entry(30, 4, true)]);
+        let topo = |step: u64, ds: &str| {
+            format!("<Topology TopologyType=\"Polyvertex\" NumberOfElements=\"5\" NodesPerElement=\"1\">\n     <DataItem Dimensions=\"5\" NumberType=\"UInt\" Precision=\"8\" Format=\"HDF\">snapshots/snap_{step:09}.h5:/{ds}</DataItem>\n    </Topology>")
+        };
+        for (step, ds) in [(10, "gid"), (20, "gid"), (30, "vertex")] {
+            assert_eq!(x.matches(&topo(step, ds)).count(), 1, "{x}");
+        }
+        assert_eq!(x.matches("TopologyType=\"Polyvertex\"").count(), 3);
+        assert!(!x.contains("/>\n    <Geometry"), "{x}");
+        assert_eq!(x.matches("<Grid ").count(), x.matches("</Grid>").count());
+        assert_eq!(x.matches("<Topology ").count(), 5);
+    }
+
+    /// A block whose rows are not its gids (the gather fallback) gets the `vertex` dataset of
+    /// its row indices; dense rows do not.
+    #[test]
+    fn vertex_dataset_only_without_gid_rows() {
+        let dir = std::env::temp_dir().join(format!("demhpc-snap-vertex-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for gid_rows in [true, false] {
+            let mut b = Block::default();
+            b.reset(3, 0, 3);
+            b.gid_rows = gid_rows;
+            b.gid = if gid_rows {
+                vec![0, 1, 2]
+            } else {
+                vec![4, 7, 9]
+            };
+            let path = dir.join(format!("s{gid_rows}.h5"));
+            write_h5(&Comm::Serial, &path, 1, 0.5, &b, &MeshRows::default()).unwrap();
+            let f = File::open(&path).unwrap();
+            assert_eq!(f.link_exists(VERTEX), !gid_rows);
+            if !gid_rows {
+                let v = f.dataset(VERTEX).unwrap().read_raw::<u64>().unwrap();
+                assert_eq!(v, [0, 1, 2]);
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Blocks [r·N/P, (r+1)·N/P) tile 0..N, and `block_of` finds the block of every row, also
     /// with more ranks than rows (empty blocks).

@@ -1,0 +1,84 @@
+"""Load a demhpc snapshots.xmf with ParaView's own XDMF readers and dump what they read.
+
+    pvbatch tests/readers/xdmf_paraview.py OUT/snapshots.xmf [READER ...]
+
+READER: the paraview.simple names of the readers ParaView's "Open" offers for .xmf files:
+Xdmf3ReaderS ("Xdmf3 Reader"), Xdmf3ReaderT (top-level partition) and XDMFReader
+(the XDMF 2 reader); all three by default. Run by tests/xdmf_readers.rs, which checks the
+numbers; the dump format is that of tests/readers/xdmf_meshio.py:
+
+    reader NAME
+    times T...                        the reader's time steps
+    grid I TIME KIND NPOINTS NCELLS   one per dataset of time step I (KIND: spheres if it has
+                                      the point array radius, meshes if the cell array mesh)
+    points X Y Z ...                  flattened
+    celltypes VTK_TYPE ...            one per cell
+    cellsizes N ...                   points per cell
+    conn ID ...                       flattened connectivity
+    point NAME NCOMP V ...            point arrays radius, vel
+    cell NAME NCOMP V ...             cell array mesh
+    end
+
+Exits 77 when ParaView's Python modules are absent (Debian: python3-paraview).
+"""
+
+import sys
+
+try:
+    from paraview import servermanager
+    from paraview import simple
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+except ImportError as e:
+    print("NO_PARAVIEW_PYTHON", e)
+    sys.exit(77)
+
+
+def flat(a):
+    return " ".join(repr(x) for x in a.ravel().tolist())
+
+
+def leaves(d):
+    it = d.NewIterator()
+    it.InitTraversal()
+    while not it.IsDoneWithTraversal():
+        yield it.GetCurrentDataObject()
+        it.GoToNextItem()
+
+
+def dump(i, t, ds):
+    pd, cd = ds.GetPointData(), ds.GetCellData()
+    kind = "spheres" if pd.GetArray("radius") else "meshes" if cd.GetArray("mesh") else "?"
+    print("grid", i, repr(t), kind, ds.GetNumberOfPoints(), ds.GetNumberOfCells())
+    print("points", flat(vtk_to_numpy(ds.GetPoints().GetData())))
+    cells = ds.GetCells()
+    offsets = vtk_to_numpy(cells.GetOffsetsArray())
+    print("celltypes", flat(vtk_to_numpy(ds.GetCellTypesArray())))
+    print("cellsizes", flat(offsets[1:] - offsets[:-1]))
+    print("conn", flat(vtk_to_numpy(cells.GetConnectivityArray())))
+    for data, kw, names in [(pd, "point", ["radius", "vel"]), (cd, "cell", ["mesh"])]:
+        for name in names:
+            a = data.GetArray(name)
+            if a is not None:
+                print(kw, name, a.GetNumberOfComponents(), flat(vtk_to_numpy(a)))
+    print("end")
+
+
+def main():
+    xmf = sys.argv[1]
+    names = sys.argv[2:] or ["Xdmf3ReaderS", "Xdmf3ReaderT", "XDMFReader"]
+    for name in names:
+        cls = getattr(simple, name)
+        # the XDMF 2 reader's file property is FileNames, the Xdmf3 readers' FileName
+        r = cls(FileNames=[xmf]) if name == "XDMFReader" else cls(FileName=[xmf])
+        r.UpdatePipelineInformation()
+        times = list(r.TimestepValues)
+        print("reader", name)
+        print("times", " ".join(repr(t) for t in times))
+        for i, t in enumerate(times):
+            r.UpdatePipeline(t)
+            for ds in leaves(servermanager.Fetch(r)):
+                dump(i, t, ds)
+        simple.Delete(r)
+
+
+main()

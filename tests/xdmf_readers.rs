@@ -1,0 +1,334 @@
+//! The snapshots of a rotating drum as real XDMF readers load them (issue 21, point 4): what a
+//! user sees on opening `snapshots.xmf` in ParaView. A small drum (120 spheres falling inside a
+//! closed drum of 192 triangles turning at 5 rad/s about y, 600 steps, snapshots at steps 200,
+//! 400, 600) is loaded by
+//!
+//! - ParaView's own readers, through `pvbatch` (`tests/readers/xdmf_paraview.py`): the three
+//!   its Open dialog offers for `.xmf`: Xdmf3ReaderS ("Xdmf3 Reader"), Xdmf3ReaderT and the
+//!   XDMF 2 XDMFReader. ParaView is heavy (~250 Debian packages, ~1 GB), so `scripts/setup.sh`
+//!   installs it only with `--peers`; without it this part is skipped with a NOTICE;
+//! - meshio (`tests/readers/xdmf_meshio.py`), the cheap check that always runs (`setup.sh`
+//!   installs python3-meshio, ~7 MB): it reads each time's grids copied verbatim into a
+//!   one-grid file, since it does not read collections.
+//!
+//! Both dump what they read in one format, checked here: the time steps (3, at step · Δt), at
+//! each time one particle dataset (120 points, 120 one-point vertex cells over points 0..119,
+//! the positions, radii and velocities of the snapshot file) and one mesh dataset (192 triangle
+//! cells over points 0..575, all of mesh 0), whose points are the STL's vertices turned by
+//! ω t about the axis (to 1e-6 of the radius; the last snapshot's turn moves them 2e4 times
+//! that).
+
+mod support;
+
+use demhpc::mesh::stl;
+use demhpc::V3;
+use std::collections::HashMap;
+use std::f64::consts::PI;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use support::*;
+
+const PYTHON: &str = "/usr/bin/python3";
+const R: f64 = 0.03;
+const OMEGA: f64 = 5.0;
+const DT: f64 = 7e-6;
+const SNAP_STEPS: [u64; 3] = [200, 400, 600];
+const SPHERES: usize = 120;
+const TRIANGLES: usize = 192;
+/// Tolerance relative to the scale of each quantity (the drum radius for positions).
+const TOL: f64 = 1e-6;
+
+/// The closed drum of scenes/make_drum_stl.py: axis y, radius `r`, length `w`, `n` segments.
+fn drum(r: f64, w: f64, n: usize) -> Vec<[V3; 3]> {
+    let at = |k: usize, y: f64| {
+        let t = -PI / 2.0 + PI / n as f64 + 2.0 * PI * k as f64 / n as f64;
+        V3::new(r * t.cos(), y, r * t.sin())
+    };
+    let (y0, y1) = (-0.5 * w, 0.5 * w);
+    let mut tris = Vec::new();
+    for k in 0..n {
+        let (a, b, c, d) = (at(k, y0), at(k + 1, y0), at(k + 1, y1), at(k, y1));
+        tris.extend([[a, b, c], [a, c, d]]);
+        tris.push([V3::new(0.0, y0, 0.0), b, a]);
+        tris.push([V3::new(0.0, y1, 0.0), d, c]);
+    }
+    tris
+}
+
+const SCENE: &str = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.5, density: 2500.0)],
+    meshes: [Mesh(file: "drum.stl", material: "g",
+                  motion: Rotate(point: (0.0, 0.0, 0.0), axis: (0.0, 1.0, 0.0), omega: 5.0))],
+    spheres: [Lattice(material: "g", origin: (-0.0099, -0.00825, -0.0281), spacing: 3.3e-3,
+                      counts: (6, 5, 4), radius: 1.5e-3, polydispersity: 0.05, jitter: 0.0)],
+    gravity: (0.0, 0.0, -9.81), damping: 0.0, dt: Fixed(7e-6), skin: 0.3e-3, run: Steps(600),
+    domain: Domain(lo: (-0.035, -0.012, -0.035), hi: (0.035, 0.012, 0.035)),
+    output: Output(series_every: 100, snapshot_every: 200),
+)"#;
+
+/// Run the drum in a fresh temp dir; returns (temp dir, output dir, the drum's triangles).
+fn run_drum(test: &str) -> (TempDir, PathBuf, Vec<[V3; 3]>) {
+    let tmp = TempDir::new(test);
+    let tris = drum(R, 0.02, 48);
+    assert_eq!(tris.len(), TRIANGLES);
+    std::fs::write(tmp.0.join("drum.stl"), stl::to_ascii("drum", &tris)).unwrap();
+    std::fs::write(tmp.0.join("scene.ron"), SCENE).unwrap();
+    let o = demhpc(1, 1, &["--out", "out", "scene.ron"], &tmp.0);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let out = tmp.0.join("out");
+    (tmp, out, tris)
+}
+
+/// A notice that shows even when the test harness captures output (a skip is not a silent pass).
+fn notice(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "NOTICE: {msg}");
+}
+
+/// One dataset as a reader gave it.
+#[derive(Default, Debug)]
+struct Grid {
+    time_index: usize,
+    time: f64,
+    kind: String,
+    n_points: usize,
+    n_cells: usize,
+    points: Vec<f64>,
+    cell_types: Vec<u8>,
+    cell_sizes: Vec<usize>,
+    conn: Vec<usize>,
+    /// name → (components, values), point and cell arrays alike.
+    arrays: HashMap<String, (usize, Vec<f64>)>,
+}
+
+/// What one reader read.
+#[derive(Default, Debug)]
+struct Dump {
+    reader: String,
+    times: Vec<f64>,
+    grids: Vec<Grid>,
+}
+
+/// Parse the dump of tests/readers/xdmf_*.py.
+fn parse(text: &str) -> Vec<Dump> {
+    fn nums<T: std::str::FromStr>(w: &[&str]) -> Vec<T>
+    where
+        T::Err: std::fmt::Debug,
+    {
+        w.iter().map(|x| x.parse().unwrap()).collect()
+    }
+    let mut dumps: Vec<Dump> = Vec::new();
+    let mut grid: Option<Grid> = None;
+    for line in text.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let Some(&key) = w.first() else { continue };
+        match key {
+            "reader" => dumps.push(Dump {
+                reader: w[1].to_string(),
+                ..Dump::default()
+            }),
+            "times" => dumps.last_mut().unwrap().times = nums(&w[1..]),
+            "grid" => {
+                grid = Some(Grid {
+                    time_index: w[1].parse().unwrap(),
+                    time: w[2].parse().unwrap(),
+                    kind: w[3].to_string(),
+                    n_points: w[4].parse().unwrap(),
+                    n_cells: w[5].parse().unwrap(),
+                    ..Grid::default()
+                })
+            }
+            "points" => grid.as_mut().unwrap().points = nums(&w[1..]),
+            "celltypes" => grid.as_mut().unwrap().cell_types = nums(&w[1..]),
+            "cellsizes" => grid.as_mut().unwrap().cell_sizes = nums(&w[1..]),
+            "conn" => grid.as_mut().unwrap().conn = nums(&w[1..]),
+            "point" | "cell" => {
+                let g = grid.as_mut().unwrap();
+                g.arrays
+                    .insert(w[1].to_string(), (w[2].parse().unwrap(), nums(&w[3..])));
+            }
+            "end" => dumps.last_mut().unwrap().grids.push(grid.take().unwrap()),
+            _ => {}
+        }
+    }
+    assert!(grid.is_none(), "dump ends inside a grid:\n{text}");
+    dumps
+}
+
+/// `got` equals `want` to TOL · `scale`, element by element.
+fn assert_close(what: &str, got: &[f64], want: &[f64], scale: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (k, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (a - b).abs() <= TOL * scale,
+            "{what}[{k}]: {a} vs {b} (tolerance {})",
+            TOL * scale
+        );
+    }
+}
+
+fn read_f64(f: &hdf5::File, name: &str) -> Vec<f64> {
+    f.dataset(name).unwrap().read_raw::<f64>().unwrap()
+}
+
+/// The checks of the module doc on one reader's dump.
+fn check(d: &Dump, out: &Path, tris: &[[V3; 3]]) {
+    let who = &d.reader;
+    // the time steps
+    assert_eq!(
+        d.times.len(),
+        SNAP_STEPS.len(),
+        "{who}: times {:?}",
+        d.times
+    );
+    for (t, step) in d.times.iter().zip(SNAP_STEPS) {
+        let want = step as f64 * DT;
+        assert!(
+            (t - want).abs() <= 1e-12 * want,
+            "{who}: time {t} vs {want}"
+        );
+    }
+    assert_eq!(d.grids.len(), 2 * SNAP_STEPS.len(), "{who}: datasets");
+    for (i, step) in SNAP_STEPS.iter().enumerate() {
+        let at: Vec<&Grid> = d.grids.iter().filter(|g| g.time_index == i).collect();
+        let one = |kind: &str| -> &Grid {
+            let g: Vec<&&Grid> = at.iter().filter(|g| g.kind == kind).collect();
+            assert_eq!(g.len(), 1, "{who}, time {i}: one {kind} dataset");
+            g[0]
+        };
+        let (sp, me) = (one("spheres"), one("meshes"));
+        assert!(
+            sp.time == d.times[i] && me.time == d.times[i],
+            "{who}: dataset times"
+        );
+        let f = hdf5::File::open(out.join(format!("snapshots/snap_{step:09}.h5"))).unwrap();
+        let ctx = format!("{who}, step {step}");
+
+        // particles: one vertex cell per particle, the snapshot's values
+        assert_eq!((sp.n_points, sp.n_cells), (SPHERES, SPHERES), "{ctx}");
+        assert!(
+            sp.cell_types.iter().all(|&t| t == 1 || t == 2), // VTK_VERTEX, VTK_POLY_VERTEX
+            "{ctx}: sphere cell types {:?}",
+            sp.cell_types
+        );
+        assert_eq!(sp.cell_sizes, vec![1; SPHERES], "{ctx}: sphere cells");
+        assert_eq!(sp.conn, (0..SPHERES).collect::<Vec<_>>(), "{ctx}");
+        assert_close(&ctx, &sp.points, &read_f64(&f, "pos"), R);
+        let radius = &sp.arrays["radius"];
+        assert_eq!(radius.0, 1, "{ctx}: radius components");
+        assert_close(&ctx, &radius.1, &read_f64(&f, "radius"), 1.5e-3);
+        let vel = &sp.arrays["vel"];
+        let want = read_f64(&f, "vel");
+        let vmax = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(vmax > 0.01, "{ctx}: the spheres fall ({vmax} m/s)");
+        assert_eq!(vel.0, 3, "{ctx}: vel components");
+        assert_close(&ctx, &vel.1, &want, vmax);
+
+        // the drum: its triangles turned by ω t about y through the origin
+        assert_eq!(
+            (me.n_points, me.n_cells),
+            (3 * TRIANGLES, TRIANGLES),
+            "{ctx}"
+        );
+        assert_eq!(me.cell_types, vec![5; TRIANGLES], "{ctx}: VTK_TRIANGLE");
+        assert_eq!(me.cell_sizes, vec![3; TRIANGLES], "{ctx}");
+        assert_eq!(me.conn, (0..3 * TRIANGLES).collect::<Vec<_>>(), "{ctx}");
+        assert_eq!(me.arrays["mesh"], (1, vec![0.0; TRIANGLES]), "{ctx}");
+        let th = OMEGA * *step as f64 * DT;
+        let (c, s) = (th.cos(), th.sin());
+        let turned: Vec<f64> = tris
+            .iter()
+            .flatten()
+            .flat_map(|v| [v.x * c + v.z * s, v.y, -v.x * s + v.z * c])
+            .collect();
+        assert_close(&ctx, &me.points, &turned, R);
+        // ... which is not where they started
+        let start: Vec<f64> = tris
+            .iter()
+            .flatten()
+            .flat_map(|v| [v.x, v.y, v.z])
+            .collect();
+        let moved = me
+            .points
+            .iter()
+            .zip(&start)
+            .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+        assert!(
+            moved > 100.0 * TOL * R,
+            "{ctx}: the drum turned ({moved} m)"
+        );
+    }
+}
+
+/// Run a reader script; None (after a NOTICE) when its reader is not installed (exit 77 or no
+/// such program).
+fn read_with(test: &str, mut cmd: Command, install: &str) -> Option<String> {
+    let o = match cmd.output() {
+        Ok(o) => o,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let prog = cmd.get_program().to_string_lossy();
+            notice(&format!("{test}: SKIPPED: {prog} not found ({install})"));
+            return None;
+        }
+        Err(e) => panic!("{cmd:?}: {e}"),
+    };
+    if o.status.code() == Some(77) {
+        let why = String::from_utf8_lossy(&o.stdout);
+        notice(&format!("{test}: SKIPPED: {} ({install})", why.trim()));
+        return None;
+    }
+    assert!(o.status.success(), "{cmd:?}: {}", describe(&o));
+    Some(String::from_utf8(o.stdout).unwrap())
+}
+
+fn script(name: &str) -> String {
+    format!("{}/tests/readers/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// ParaView's XDMF readers (pvbatch), all three of its Open dialog's choices for `.xmf`.
+#[test]
+fn paraview_reads_drum_snapshots() {
+    let (_tmp, out, tris) = run_drum("paraview_reads_drum_snapshots");
+    let mut cmd = Command::new("pvbatch");
+    cmd.arg(script("xdmf_paraview.py"))
+        .arg(out.join("snapshots.xmf"));
+    mpi_env(&mut cmd);
+    let install =
+        "ParaView: scripts/setup.sh --peers, or apt-get install paraview python3-paraview";
+    let Some(text) = read_with("paraview_reads_drum_snapshots", cmd, install) else {
+        return;
+    };
+    let dumps = parse(&text);
+    let readers: Vec<&str> = dumps.iter().map(|d| d.reader.as_str()).collect();
+    assert_eq!(readers, ["Xdmf3ReaderS", "Xdmf3ReaderT", "XDMFReader"]);
+    for d in &dumps {
+        check(d, &out, &tris);
+    }
+}
+
+/// meshio, grid by grid: always on (CI fails rather than skips when it is missing).
+#[test]
+fn meshio_reads_drum_snapshots() {
+    let (_tmp, out, tris) = run_drum("meshio_reads_drum_snapshots");
+    let mut cmd = Command::new(PYTHON);
+    cmd.arg(script("xdmf_meshio.py"))
+        .arg(out.join("snapshots.xmf"));
+    let install = "scripts/setup.sh installs python3-meshio";
+    let Some(text) = read_with("meshio_reads_drum_snapshots", cmd, install) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "meshio missing in CI ({install})"
+        );
+        return;
+    };
+    let dumps = parse(&text);
+    assert_eq!(dumps.len(), 1);
+    assert_eq!(dumps[0].reader, "meshio");
+    check(&dumps[0], &out, &tris);
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(".meshio"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
