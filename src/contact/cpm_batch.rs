@@ -103,11 +103,15 @@ struct CpmLanes {
     tan_phi: [f64; LANES],
     cohesion: [f64; LANES],
     omega_threshold: [f64; LANES],
+    /// ε₀, or +∞ for a pair that never damages.
+    eps0: [f64; LANES],
     // between the passes
     eps_n: [f64; LANES],
     eps_el: [f64; LANES],
     a1: [f64; LANES],
     a2: [f64; LANES],
+    /// κ grew past ε₀ on a cohesive link now: ω changes.
+    damaging: [bool; LANES],
     // outputs
     f: L3,
     t1: L3,
@@ -150,10 +154,12 @@ impl CpmLanes {
             tan_phi: zs,
             cohesion: zs,
             omega_threshold: zs,
+            eps0: zs,
             eps_n: zs,
             eps_el: zs,
             a1: zs,
             a2: zs,
+            damaging: [false; LANES],
             f: z,
             t1: z,
             t2: z,
@@ -238,6 +244,11 @@ impl CpmLanes {
         self.tan_phi[q] = c.tan_phi;
         self.cohesion[q] = c.cohesion;
         self.omega_threshold[q] = c.omega_threshold;
+        self.eps0[q] = if c.never_damage {
+            f64::INFINITY
+        } else {
+            c.eps0
+        };
     }
 }
 
@@ -259,7 +270,10 @@ fn strains(b: &mut CpmLanes, dt: f64, max_stretch: f64) {
         let eps_t = eps_t + cpm::shear_strain_increment(v12, n, dt, d0);
         // no confinement (public law): ε = ε_N (which is never −0: l/d₀ − 1)
         let eps_el = eps_n - b.eps_n_pl[q];
-        b.kappa[q] = cpm::kappa_update(b.kappa_old[q], eps_el);
+        let kappa = cpm::kappa_update(b.kappa_old[q], eps_el);
+        b.kappa[q] = kappa;
+        // the test of `cpm::damage_update`, vectorised (`damage` evaluates the few that pass)
+        b.damaging[q] = b.cohesive[q] & (kappa > b.kappa_old[q]) & (kappa >= b.eps0[q]);
         // a fully damaged link about to leave the collider's reach ends (`CpmStep`)
         b.gone[q] = b.cohesive[q] & (d - d0 > max_stretch);
         b.n.set(q, n);
@@ -271,10 +285,13 @@ fn strains(b: &mut CpmLanes, dt: f64, max_stretch: f64) {
     }
 }
 
-/// Pass 3 on lanes 0..m: ω where κ grew (thesis eq. 3.2–3.4).
+/// Pass 3 on lanes 0..m: ω where κ grew past ε₀ (thesis eq. 3.2–3.4).
 #[inline(always)]
 fn damage(b: &mut CpmLanes, m: usize, table: &CpmTable) {
     for q in 0..m {
+        if !b.damaging[q] {
+            continue;
+        }
         b.omega[q] = cpm::damage_update(
             &table.c[b.ci[q] as usize],
             b.cohesive[q],
