@@ -33,6 +33,12 @@ fn csv(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("strainer.csv")).unwrap()
 }
 
+/// The step of the last row.
+fn last_step(csv: &str) -> u64 {
+    let row = csv.lines().last().unwrap();
+    row.split(',').next().unwrap().parse().unwrap()
+}
+
 /// Strain and stress columns of the peak row.
 fn peak_step(csv: &str) -> u64 {
     let mut best = (0.0, 0);
@@ -57,15 +63,7 @@ fn tension_curve_is_identical_on_1_and_4_ranks_and_across_a_restart() {
     assert!(a.lines().count() > 50, "{a}");
     assert_eq!(a, b, "strainer.csv differs between 1 and 4 ranks");
     // The run stopped on the softening criterion, after the peak.
-    let last: u64 = a
-        .lines()
-        .last()
-        .unwrap()
-        .split(',')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let last = last_step(&a);
     let pk = peak_step(&a);
     assert!(
         pk > 0 && last > pk && last < 4000,
@@ -193,15 +191,7 @@ fn batched_public_law_is_rank_and_thread_independent() {
     }
     let a = &curves[0];
     let pk = peak_step(a);
-    let last: u64 = a
-        .lines()
-        .last()
-        .unwrap()
-        .split(',')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let last = last_step(a);
     assert!(
         pk > 0 && last > pk + 200,
         "peak at {pk}, stop at {last}: softening reached"

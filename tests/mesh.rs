@@ -4,9 +4,12 @@
 
 mod common;
 use common::*;
+#[path = "support/shapes.rs"]
+mod shapes;
 use demhpc::mesh::stl;
 use demhpc::scene::Scene;
 use demhpc::{Simulation, V3};
+use shapes::drum;
 use std::f64::consts::PI;
 use std::path::PathBuf;
 
@@ -372,25 +375,6 @@ fn closed_box_settles_as_five_walls() {
         "settling: kinetic energy {} J of {released} J",
         sa.4
     );
-}
-
-/// A closed drum: axis along y through the origin, radius `r` to the vertices, length `w`,
-/// `n` segments (the bottom one centred at −z), end caps as fans.
-fn drum(r: f64, w: f64, n: usize) -> Vec<[V3; 3]> {
-    let at = |k: usize, y: f64| {
-        let t = -PI / 2.0 + PI / n as f64 + 2.0 * PI * k as f64 / n as f64;
-        p(r * t.cos(), y, r * t.sin())
-    };
-    let (y0, y1) = (-0.5 * w, 0.5 * w);
-    let mut tris = Vec::new();
-    for k in 0..n {
-        let (a, b, c, d) = (at(k, y0), at(k + 1, y0), at(k + 1, y1), at(k, y1));
-        tris.push([a, b, c]);
-        tris.push([a, c, d]);
-        tris.push([p(0.0, y0, 0.0), b, a]);
-        tris.push([p(0.0, y1, 0.0), d, c]);
-    }
-    tris
 }
 
 /// A sphere (μ = tan 1.2 ≈ 2.6) at the bottom of a drum turning at ω = 1 rad/s about y: the

@@ -6,27 +6,10 @@
 mod support;
 
 use demhpc::mesh::stl;
-use demhpc::V3;
 use std::f64::consts::PI;
 use std::path::Path;
+use support::shapes::drum;
 use support::*;
-
-/// The closed drum of scenes/make_drum_stl.py: axis y, radius `r`, length `w`, `n` segments.
-fn drum(r: f64, w: f64, n: usize) -> Vec<[V3; 3]> {
-    let at = |k: usize, y: f64| {
-        let t = -PI / 2.0 + PI / n as f64 + 2.0 * PI * k as f64 / n as f64;
-        V3::new(r * t.cos(), y, r * t.sin())
-    };
-    let (y0, y1) = (-0.5 * w, 0.5 * w);
-    let mut tris = Vec::new();
-    for k in 0..n {
-        let (a, b, c, d) = (at(k, y0), at(k + 1, y0), at(k + 1, y1), at(k, y1));
-        tris.extend([[a, b, c], [a, c, d]]);
-        tris.push([V3::new(0.0, y0, 0.0), b, a]);
-        tris.push([V3::new(0.0, y1, 0.0), d, c]);
-    }
-    tris
-}
 
 /// 120 spheres in four layers just above the bottom of a drum (radius 3 cm, 48 segments)
 /// turning at 3 rad/s: they land on it after ~1 900 steps, bounce a little (restitution 0.3)

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod limits;
+pub mod shapes;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
