@@ -202,8 +202,13 @@ impl CpmLanes {
         hist: &[CpmHist],
         table: &CpmTable,
     ) {
-        for q in 0..m {
-            self.fill1(q, ps, st, hist, table);
+        // equal lengths, so that one bounds check covers both arrays of a pair
+        let n = ps.vel.len();
+        let (vel, angvel) = (&ps.vel[..n], &ps.angvel[..n]);
+        let nk = st.len().min(hist.len());
+        let (st, hist) = (&st[..nk], &hist[..nk]);
+        for q in 0..m.min(LANES) {
+            self.fill1(q, (vel, angvel), st, hist, table);
         }
     }
 
@@ -212,16 +217,16 @@ impl CpmLanes {
     fn fill1(
         &mut self,
         q: usize,
-        ps: &Particles,
+        (vel, angvel): (&[V3], &[V3]),
         st: &[FrictState],
         hist: &[CpmHist],
         table: &CpmTable,
     ) {
         let (k, i, j) = (self.k[q] as usize, self.i[q] as usize, self.j[q] as usize);
-        self.v1.set(q, ps.vel[i]);
-        self.w1.set(q, ps.angvel[i]);
-        self.v2.set(q, ps.vel[j]);
-        self.w2.set(q, ps.angvel[j]);
+        self.v1.set(q, vel[i]);
+        self.w1.set(q, angvel[i]);
+        self.v2.set(q, vel[j]);
+        self.w2.set(q, angvel[j]);
         self.eps_t.set(q, st[k].fs);
         self.n.set(q, st[k].n_old);
         let h = &hist[k];
