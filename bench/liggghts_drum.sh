@@ -84,7 +84,7 @@ loop_lig() { sed -n 's/^Loop time of \([0-9.e+-]*\) on.*/\1/p' "$work/log.$1" | 
 wall_dem() { "$PY" -c "import json; print(json.load(open('$work/demhpc_$1/timing.json'))['wall_s'])"; }
 
 echo "machine: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1); load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "$("$LIGGGHTS" -h 2>/dev/null | sed -n 's/^\(LIGGGHTS (Version [^)]*)\).*/\1/p' | head -1); demhpc $(cd "$root" && git rev-parse --short HEAD)"
+echo "$(cd "$work" && "$LIGGGHTS" -log none -h 2>/dev/null | sed -n 's/^\(LIGGGHTS (Version [^)]*)\).*/\1/p' | head -1); demhpc $(cd "$root" && git rev-parse --short HEAD)"
 
 if [ "$STATIC" != 0 ]; then
     run_dem 40000 "$work/drum_hertz_static.ron" static >/dev/null
