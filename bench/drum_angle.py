@@ -201,6 +201,7 @@ def series_torque(out_dir, t_from, t_to):
 
 
 def main():
+    global R_DRUM, L_DRUM
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--demhpc", help="demhpc output directory")
     ap.add_argument("--liggghts", help="LIGGGHTS dump file (id x y z radius)")
@@ -211,7 +212,12 @@ def main():
     ap.add_argument("--density", type=float, default=2500.0, help="beads, kg/m^3 (2500)")
     ap.add_argument("--plot", help="PNG: angle vs time and mean surface profiles")
     ap.add_argument("--json", help="write the summary here")
+    ap.add_argument("--drum-radius", type=float, default=R_DRUM,
+                    help="to the vertices [m] (0.05; scenes/drum.ron: 0.1)")
+    ap.add_argument("--drum-length", type=float, default=L_DRUM,
+                    help="[m] (0.03; scenes/drum.ron: 0.05)")
     a = ap.parse_args()
+    R_DRUM, L_DRUM = a.drum_radius, a.drum_length
     out = {}
     if a.static:
         t, pos, rad = load_demhpc(a.static)[-1]

@@ -231,6 +231,12 @@ bad!(
 );
 bad!(mesh_missing_file, At::Scene, 9, "no_such_mesh.stl");
 bad!(mesh_zero_axis, At::Scene, 10, "meshes[0].motion.axis");
+bad!(
+    mesh_table_order,
+    At::Scene,
+    11,
+    "meshes[0].motion.points[2]"
+);
 // Walls.
 bad!(unknown_wall_material, At::Scene, 8, "walls[0].material");
 bad!(zero_normal, At::Scene, 10, "walls[0].normal");

@@ -586,6 +586,41 @@ fn translating_mesh_is_a_moving_wall() {
     assert!(worst <= 1e-9, "{worst:e}");
 }
 
+/// A table of one segment, `Table(points: [(0, 0), (1, (0.05, 0, 0))])`, is the constant
+/// velocity 0.05 m/s (s = v t/1 and v = Δs/1 are exact): the conveyor of
+/// [`translating_mesh_is_a_moving_wall`] gives the bit-identical trajectory.
+#[test]
+fn one_segment_table_is_a_translation() {
+    let d = Dir::new("table");
+    d.stl(
+        "belt.stl",
+        &[
+            [p(-0.5, -0.5, 0.0), p(0.5, -0.5, 0.0), p(0.5, 0.5, 0.0)],
+            [p(-0.5, -0.5, 0.0), p(0.5, 0.5, 0.0), p(-0.5, 0.5, 0.0)],
+        ],
+    );
+    let sim = |motion: &str| {
+        let mut s = roller(
+            &d,
+            &format!(r#"meshes: [Mesh(file: "belt.stl", material: "m", motion: {motion})]"#),
+            0.0,
+        );
+        s.ps.vel[0] = V3::zeros();
+        s
+    };
+    let mut a = sim("Translate(velocity: (0.05, 0.0, 0.0))");
+    let mut b = sim("Table(points: [(0.0, (0.0, 0.0, 0.0)), (1.0, (0.05, 0.0, 0.0))])");
+    for _ in 0..3000 {
+        a.step().unwrap();
+        b.step().unwrap();
+        assert_eq!(a.ps.pos[0], b.ps.pos[0]);
+        assert_eq!(a.ps.vel[0], b.ps.vel[0]);
+        assert_eq!(a.ps.angvel[0], b.ps.angvel[0]);
+    }
+    // the belt dragged the sphere along (the contact saw the table's velocity)
+    assert!(b.ps.vel[0].x > 0.01, "{}", b.ps.vel[0].x);
+}
+
 /// A floor oscillating vertically (`Oscillate(amplitude: (0, 0, 1e-4), frequency: 20, phase:
 /// π/2)`: starting at rest at its top, peak acceleration 1.6 m/s² < g) carries a resting
 /// sphere: the sphere never leaves it and its height follows the closed-form floor

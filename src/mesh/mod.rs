@@ -40,12 +40,66 @@ pub enum Motion {
         frequency: f64,
         phase: f64,
     },
+    /// x(t) = x₀ + s(t), s piecewise linear through the points (t_k, s_k) (times strictly
+    /// increasing, at least two), held at s₀ before t₀ and at the last point after it.
+    Table {
+        points: Vec<(f64, V3)>,
+    },
+}
+
+/// The segment of a table containing t (k with t_k ≤ t < t_{k+1}), or `None` outside
+/// [t₀, t_last) — where the table holds still.
+fn table_segment(points: &[(f64, V3)], t: f64) -> Option<usize> {
+    let n = points.len();
+    if n < 2 || !(t >= points[0].0 && t < points[n - 1].0) {
+        return None;
+    }
+    // the last k with t_k ≤ t (a binary search: tables of shakers may be long)
+    Some(points.partition_point(|p| p.0 <= t) - 1)
+}
+
+/// Displacement s(t) of a table (linear interpolation, thesis-free: a prescribed input).
+fn table_shift(points: &[(f64, V3)], t: f64) -> V3 {
+    match table_segment(points, t) {
+        Some(k) => {
+            let ((t0, s0), (t1, s1)) = (points[k], points[k + 1]);
+            s0 + (s1 - s0) * ((t - t0) / (t1 - t0))
+        }
+        None if t < points[0].0 => points[0].1,
+        None => points[points.len() - 1].1,
+    }
+}
+
+/// Velocity ds/dt of a table at t (the slope of the segment containing t; zero outside).
+fn table_velocity(points: &[(f64, V3)], t: f64) -> V3 {
+    match table_segment(points, t) {
+        Some(k) => {
+            let ((t0, s0), (t1, s1)) = (points[k], points[k + 1]);
+            (s1 - s0) / (t1 - t0)
+        }
+        None => V3::zeros(),
+    }
+}
+
+/// The path length of a table between t0 and t1: the sum over its segments of |v| times
+/// their overlap with [t0, t1] (a bound of any point's displacement).
+fn table_path(points: &[(f64, V3)], t0: f64, t1: f64) -> f64 {
+    let (a, b) = (t0.min(t1), t0.max(t1));
+    points
+        .windows(2)
+        .map(|w| {
+            let ((ta, sa), (tb, sb)) = (w[0], w[1]);
+            let overlap = (b.min(tb) - a.max(ta)).max(0.0);
+            (sb - sa).norm() / (tb - ta) * overlap
+        })
+        .sum()
 }
 
 impl Motion {
     /// Rotation and shift of the pose at time t: x = R x₀ + s.
     pub fn pose(&self, t: f64) -> (Matrix3<f64>, V3) {
         match *self {
+            Motion::Table { ref points } => (Matrix3::identity(), table_shift(points, t)),
             Motion::Fixed => (Matrix3::identity(), V3::zeros()),
             Motion::Translate { velocity } => (Matrix3::identity(), velocity * t),
             Motion::Rotate { point, axis, omega } => {
@@ -70,6 +124,7 @@ impl Motion {
     /// x of the mesh moves at v + ω × (x − centre) (`centre` the rotation point).
     pub fn velocity(&self, t: f64) -> (V3, V3) {
         match *self {
+            Motion::Table { ref points } => (table_velocity(points, t), V3::zeros()),
             Motion::Fixed => (V3::zeros(), V3::zeros()),
             Motion::Translate { velocity } => (velocity, V3::zeros()),
             Motion::Rotate { axis, omega, .. } => (V3::zeros(), axis * omega),
@@ -93,6 +148,7 @@ impl Motion {
             // chord 2ρ sin(Δθ/2) ≤ ρ |Δθ|
             Motion::Rotate { omega, .. } => (omega * (t1 - t0)).abs() * reach,
             Motion::Oscillate { .. } => (self.pose(t1).1 - self.pose(t0).1).norm(),
+            Motion::Table { ref points } => table_path(points, t0, t1),
         }
     }
 
@@ -128,8 +184,8 @@ impl Mesh {
     pub fn new(name: String, material: u16, body: Vec<[V3; 3]>, motion: Motion, cell: f64) -> Self {
         let nv = (3 * body.len()).max(1) as f64;
         let centroid = body.iter().flatten().fold(V3::zeros(), |s, v| s + v) / nv;
-        let centre0 = match motion {
-            Motion::Rotate { point, .. } => point,
+        let centre0 = match &motion {
+            Motion::Rotate { point, .. } => *point,
             _ => centroid,
         };
         let reach = body
@@ -467,6 +523,44 @@ impl TriGrid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A table: the displacement interpolates linearly between its points, holds before the
+    /// first and after the last; the velocity is the segment's slope (the next segment's at a
+    /// breakpoint, zero outside); the Verlet bound is the path length, not the net shift.
+    #[test]
+    fn table_pose_velocity_and_path() {
+        let z = |v: f64| V3::new(0.0, 0.0, v);
+        let m = Motion::Table {
+            points: vec![
+                (0.1, z(0.0)),
+                (0.3, z(2e-3)),
+                (0.4, z(-1e-3)),
+                (0.6, z(-1e-3)),
+            ],
+        };
+        let shift = |t: f64| m.pose(t).1;
+        assert_eq!(shift(0.0), z(0.0));
+        assert_eq!(shift(0.1), z(0.0));
+        assert!((shift(0.2) - z(1e-3)).norm() < 1e-18);
+        assert_eq!(shift(0.3), z(2e-3));
+        assert!((shift(0.35) - z(0.5e-3)).norm() < 1e-17);
+        assert_eq!(shift(0.6), z(-1e-3));
+        assert_eq!(shift(7.0), z(-1e-3));
+        let vel = |t: f64| m.velocity(t).0;
+        assert_eq!(vel(0.05), V3::zeros());
+        assert!((vel(0.2) - z(1e-2)).norm() < 1e-16);
+        assert!(
+            (vel(0.3) - z(-3e-2)).norm() < 1e-15,
+            "the next segment at a breakpoint"
+        );
+        assert_eq!(vel(0.5), V3::zeros());
+        assert_eq!(vel(0.6), V3::zeros());
+        assert_eq!(m.velocity(0.2).1, V3::zeros(), "no rotation");
+        // up 2 mm, down 3 mm: a path of 5 mm for a net shift of 1 mm
+        assert!((m.max_displacement(0.0, 1.0, 1.0) - 5e-3).abs() < 1e-15);
+        assert!((m.max_displacement(0.2, 0.35, 1.0) - 2.5e-3).abs() < 1e-15);
+        assert!((m.max_displacement(0.35, 0.2, 1.0) - 2.5e-3).abs() < 1e-15);
+    }
 
     /// The rotating pose is closed form: after a full turn the mesh is back (to rounding),
     /// and the point velocity is ω × (x − p).

@@ -93,6 +93,26 @@ fn motion(ctx: &Ctx, p: &str, m: &MotionSpec) -> Result<Motion> {
                 omega,
             }
         }
+        MotionSpec::Table { ref points } => {
+            if points.len() < 2 {
+                return Err(ctx.err(
+                    &at("points"),
+                    "needs at least two (time, displacement) points",
+                ));
+            }
+            let mut out: Vec<(f64, V3)> = Vec::with_capacity(points.len());
+            for (k, &(t, s)) in points.iter().enumerate() {
+                let f = at(&format!("points[{k}]"));
+                if !t.is_finite() || out.last().is_some_and(|p| t <= p.0) {
+                    return Err(ctx.err(
+                        &f,
+                        format!("time {t}: times must be finite and strictly increasing"),
+                    ));
+                }
+                out.push((t, ctx.finite3(&f, s)?));
+            }
+            Motion::Table { points: out }
+        }
         MotionSpec::Oscillate {
             amplitude,
             frequency,
@@ -147,5 +167,9 @@ pub(super) fn swept_box(mesh: &Mesh, t_end: f64) -> (V3, V3) {
             let a = amplitude.abs() * 2.0;
             (lo - a, hi + a)
         }
+        // s(t) stays in the box of the table's points
+        Motion::Table { ref points } => points.iter().fold((lo, hi), |(l, h), (_, s)| {
+            (l.inf(&(lo + s)), h.sup(&(hi + s)))
+        }),
     }
 }

@@ -379,6 +379,9 @@ pub enum MotionSpec {
         #[serde(default)]
         phase: f64,
     },
+    /// Piecewise-linear displacement [m] through (time [s], displacement) points, times
+    /// strictly increasing; held at the first point before it and at the last after it.
+    Table { points: Vec<(f64, Vec3)> },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
