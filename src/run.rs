@@ -277,9 +277,13 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let series_path = out_dir.join("series.csv");
     let n_walls = sim.walls.len();
     let n_meshes = sim.meshes.meshes.len();
+    let outlets = sim.flow.as_ref().map(|f| f.outlet_names());
+    let outlets = outlets.as_deref();
     let series = match (root, opts.restart.is_some()) {
-        (true, false) => Series::create(&series_path, n_walls, n_meshes).map(Some),
-        (true, true) => Series::resume(&series_path, n_walls, n_meshes, sim.step).map(Some),
+        (true, false) => Series::create(&series_path, n_walls, n_meshes, outlets).map(Some),
+        (true, true) => {
+            Series::resume(&series_path, n_walls, n_meshes, outlets, sim.step).map(Some)
+        }
         (false, _) => Ok(None),
     };
     let mut series = sim.comm.agree(series)?;

@@ -175,6 +175,35 @@ bad!(
     7,
     "materials[0].params.friction_angle: 38.66 rad"
 );
+// Outlets and inlets (issue 22).
+bad!(
+    outlet_bad_name,
+    At::Scene,
+    14,
+    "outlets[1].name: must be 1 to 64 letters"
+);
+bad!(
+    outlet_duplicate_name,
+    At::Scene,
+    14,
+    "outlet `a` is defined twice"
+);
+bad!(outlet_zero_normal, At::Scene, 14, "normal must not be zero");
+bad!(outlet_inverted_box, At::Scene, 14, "lo < hi");
+bad!(
+    outlet_cylinder_radius,
+    At::Scene,
+    14,
+    "outlets[1].region: must be positive"
+);
+bad!(outlet_every_zero, At::Scene, 14, "outlets[1].every");
+bad!(outlet_unknown_region, At::Scene, 14, "`Sphere`");
+bad!(
+    inlets_not_built,
+    At::Scene,
+    12,
+    "inlets are not implemented yet"
+);
 // Spheres.
 bad!(negative_radius, At::Scene, 9, "spheres[1].radius");
 bad!(zero_radius, At::Scene, 8, "spheres[0].radius");

@@ -62,6 +62,8 @@ pub struct Scene {
     pub interaction_radius: Option<f64>,
     /// Uniaxial strain controller.
     pub strainer: Option<StrainerSpec>,
+    /// Particle sources and sinks (outlets), fresh (no particle removed yet).
+    pub flow: Vec<crate::engines::FlowEngine>,
     /// Load balancing of the ranks.
     pub balance: BalanceSpec,
 }
@@ -417,6 +419,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         Some(st) => Some(strainer_spec(ctx, st, &sf, &summary)?),
         None => None,
     };
+    let flow = flow_engines(ctx, &sf)?;
     let t = sf.balance.threshold;
     if !(t.is_finite() && (1.0..=100.0).contains(&t)) {
         return Err(ctx.err(
@@ -450,8 +453,86 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         reproducible: sf.reproducible,
         interaction_radius,
         strainer,
+        flow,
         balance: sf.balance,
     })
+}
+
+/// Most outlets a scene may list (each adds two reductions per action and two columns).
+pub const MAX_OUTLETS: usize = 64;
+
+/// Validate the outlets (and refuse inlets, not built yet) into fresh flow engines.
+fn flow_engines(ctx: &Ctx, sf: &SceneFile) -> Result<Vec<crate::engines::FlowEngine>> {
+    use crate::engines::{outlet::Outlet, region::Region, FlowEngine};
+    if sf.inlets.is_some() {
+        return Err(ctx.err(
+            "inlets",
+            "inlets are not implemented yet (issue 22: outlets only so far)",
+        ));
+    }
+    if sf.outlets.len() > MAX_OUTLETS {
+        return Err(ctx.err(
+            "outlets",
+            format!("at most {MAX_OUTLETS} outlets, got {}", sf.outlets.len()),
+        ));
+    }
+    let mut out = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
+    for (k, o) in sf.outlets.iter().enumerate() {
+        let p = format!("outlets[{k}]");
+        let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        if o.name.is_empty() || o.name.len() > 64 || !o.name.chars().all(ok) {
+            return Err(ctx.err(
+                &format!("{p}.name"),
+                "must be 1 to 64 letters, digits or `_` (it names series.csv columns)",
+            ));
+        }
+        if names.contains(&o.name.as_str()) {
+            return Err(ctx.err(
+                &format!("{p}.name"),
+                format!("outlet `{}` is defined twice", o.name),
+            ));
+        }
+        names.push(&o.name);
+        if o.every == 0 {
+            return Err(ctx.err(&format!("{p}.every"), "must be ≥ 1"));
+        }
+        let rp = format!("{p}.region");
+        let region = match &o.region {
+            RegionSpec::Box { lo, hi } => {
+                let (lo, hi) = (ctx.finite3(&rp, *lo)?, ctx.finite3(&rp, *hi)?);
+                if (0..3).any(|a| lo[a] >= hi[a]) {
+                    return Err(ctx.err(&rp, "the box needs lo < hi on every axis"));
+                }
+                Region::Box { lo, hi }
+            }
+            RegionSpec::HalfSpace { point, normal } => {
+                let point = ctx.finite3(&rp, *point)?;
+                let n = ctx.finite3(&rp, *normal)?;
+                if n.norm_squared() == 0.0 {
+                    return Err(ctx.err(&rp, "the normal must not be zero"));
+                }
+                Region::HalfSpace {
+                    point,
+                    normal: n.normalize(),
+                }
+            }
+            RegionSpec::Cylinder { a, b, radius } => {
+                let (a, b) = (ctx.finite3(&rp, *a)?, ctx.finite3(&rp, *b)?);
+                if (b - a).norm_squared() == 0.0 {
+                    return Err(ctx.err(&rp, "the axis ends a and b must differ"));
+                }
+                let radius = ctx.positive(&rp, *radius)?;
+                Region::Cylinder { a, b, radius }
+            }
+        };
+        out.push(FlowEngine::Outlet(Outlet::new(
+            o.name.clone(),
+            region,
+            o.every,
+        )));
+    }
+    Ok(out)
 }
 
 /// Validate the strainer and resolve its defaults (issue 20): `support` becomes
@@ -800,6 +881,7 @@ pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static 
         ("reproducible", a.reproducible == b.reproducible),
         ("cpm", ron_of(&a.cpm) == ron_of(&b.cpm)),
         ("strainer", ron_of(&a.strainer) == ron_of(&b.strainer)),
+        ("outlets", ron_of(&a.outlets) == ron_of(&b.outlets)),
     ];
     same.iter().filter(|(_, s)| !s).map(|(n, _)| *n).collect()
 }

@@ -70,6 +70,13 @@ pub struct SceneFile {
     /// Uniaxial strain controller (default none).
     #[serde(default)]
     pub strainer: Option<StrainerSpec>,
+    /// Outlets: regions that delete the particles whose centre enters them (default none;
+    /// docs/scene-format.md "Outlets").
+    #[serde(default)]
+    pub outlets: Vec<OutletSpec>,
+    /// Inlets (issue 22): not built yet; a scene with inlets is refused with a message.
+    #[serde(default)]
+    pub inlets: Option<ron::Value>,
     /// Copies of the whole block (spheres and domain) along x, y, z (default (1, 1, 1)); the
     /// domain box is the tile. See docs/scene-format.md "Replication".
     #[serde(default = "one3")]
@@ -322,6 +329,29 @@ pub struct FrictSpec {
     /// Normal restitution coefficient (default: none = no viscous damping).
     #[serde(default)]
     pub restitution: Option<f64>,
+}
+
+/// An outlet (`engines/outlet.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Outlet")]
+pub struct OutletSpec {
+    /// Letters, digits and `_` (names the `series.csv` columns); unique among the outlets.
+    pub name: String,
+    pub region: RegionSpec,
+    /// Acts every this many steps (default 1).
+    #[serde(default = "default_one")]
+    pub every: u64,
+}
+
+/// A region of space (`engines/region.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum RegionSpec {
+    /// Axis-aligned box [m].
+    Box { lo: Vec3, hi: Vec3 },
+    /// The side of the plane through `point` that `normal` points to (normalised on read).
+    HalfSpace { point: Vec3, normal: Vec3 },
+    /// Cylinder with axis from `a` to `b` and radius `radius` [m].
+    Cylinder { a: Vec3, b: Vec3, radius: f64 },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
