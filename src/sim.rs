@@ -62,8 +62,9 @@ pub struct Stats {
     pub mesh_force: Vec<(V3, V3)>,
     /// Particles over all ranks.
     pub n_particles: u64,
-    /// Per outlet (scene order): particles and mass removed so far.
-    pub outlets: Vec<(u64, f64)>,
+    /// Per flow engine (`Flow::columns`): particles and mass removed (outlets) or inserted
+    /// (inlets) so far.
+    pub flow: Vec<(u64, f64)>,
 }
 
 /// One rank's share of a checkpoint, as `io::checkpoint` reads it.
@@ -952,10 +953,16 @@ impl Simulation {
         let Some(flow) = &mut self.flow else {
             return Ok(());
         };
-        if !flow.due(self.step) {
+        if !flow.due(self.step, self.time) {
             return Ok(());
         }
-        let gone = flow.pre_exchange(self.step, &mut self.ps, &self.comm);
+        let gone = flow.pre_exchange(
+            (self.step, self.time),
+            &mut self.ps,
+            &self.dec,
+            &self.comm,
+            &self.walls,
+        );
         if !gone.is_empty() {
             for list in [&mut self.pairs, &mut self.wall_pairs] {
                 for k in 0..list.len() {
@@ -1104,7 +1111,11 @@ impl Simulation {
     fn advance(&mut self) -> Result<()> {
         let t0 = Instant::now();
         // a flow engine due now acts at this step's rebuild (`pre_exchange`)
-        if self.flow.as_ref().is_some_and(|f| f.due(self.step)) {
+        if self
+            .flow
+            .as_ref()
+            .is_some_and(|f| f.due(self.step, self.time))
+        {
             self.need_rebuild = true;
         }
         if self.need_rebuild {
@@ -1421,7 +1432,7 @@ impl Simulation {
                 })
                 .collect(),
             n_particles: counts[2] as u64,
-            outlets: self.flow.as_ref().map_or(Vec::new(), |f| f.outlet_totals()),
+            flow: self.flow.as_ref().map_or(Vec::new(), |f| f.totals()),
         }
     }
 

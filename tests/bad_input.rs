@@ -198,12 +198,28 @@ bad!(
 );
 bad!(outlet_every_zero, At::Scene, 14, "outlets[1].every");
 bad!(outlet_unknown_region, At::Scene, 14, "`Sphere`");
+bad!(inlet_unknown_material, At::Scene, 14, "inlets[0].material");
 bad!(
-    inlets_not_built,
+    inlet_psd_bounds,
     At::Scene,
-    12,
-    "inlets are not implemented yet"
+    14,
+    "inlets[0].psd: min 0.02 > max 0.01"
 );
+bad!(
+    inlet_box_too_small,
+    At::Scene,
+    14,
+    "wider than the largest diameter"
+);
+bad!(
+    inlet_half_space,
+    At::Scene,
+    14,
+    "inlets take a `Box` region"
+);
+bad!(inlet_fill_zero, At::Scene, 14, "Fill needs 1 to 2^40");
+bad!(inlet_outside_domain, At::Scene, 14, "inside the domain");
+bad!(inlet_stop_before_start, At::Scene, 14, "inlets[0].stop");
 // Spheres.
 bad!(negative_radius, At::Scene, 9, "spheres[1].radius");
 bad!(zero_radius, At::Scene, 8, "spheres[0].radius");

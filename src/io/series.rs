@@ -56,9 +56,9 @@ impl Csv {
 pub struct Series(Csv, bool);
 
 /// The columns; `n_meshes`: force and torque (about the mesh's centre) per mesh after the walls;
-/// `outlets`: with flow engines, the particle count, then per outlet the count and mass removed
-/// so far (the discharge).
-fn series_header(n_walls: usize, n_meshes: usize, outlets: Option<&[String]>) -> String {
+/// `flow`: with flow engines, the particle count, then per engine (column prefix
+/// `outlet_<name>` or `inlet_<name>`) the count and mass removed or inserted so far.
+fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>) -> String {
     let mut head =
         String::from("step,time_s,dt_s,ke_trans_J,ke_rot_J,n_contacts,unbalanced,max_overlap_rel");
     for w in 0..n_walls {
@@ -69,26 +69,26 @@ fn series_header(n_walls: usize, n_meshes: usize, outlets: Option<&[String]>) ->
             ",mesh{m}_fx_N,mesh{m}_fy_N,mesh{m}_fz_N,mesh{m}_tx_Nm,mesh{m}_ty_Nm,mesh{m}_tz_Nm"
         );
     }
-    if let Some(names) = outlets {
+    if let Some(names) = flow {
         head += ",n_particles";
         for n in names {
-            head += &format!(",outlet_{n}_count,outlet_{n}_mass_kg");
+            head += &format!(",{n}_count,{n}_mass_kg");
         }
     }
     head
 }
 
 impl Series {
-    /// `outlets`: the outlets' names when the scene has flow engines (else no flow columns).
+    /// `flow`: the flow engines' column prefixes when the scene has flow engines (else no flow columns).
     pub fn create(
         path: &Path,
         n_walls: usize,
         n_meshes: usize,
-        outlets: Option<&[String]>,
+        flow: Option<&[String]>,
     ) -> Result<Self> {
         Ok(Series(
-            Csv::open(path, &series_header(n_walls, n_meshes, outlets), None)?,
-            outlets.is_some(),
+            Csv::open(path, &series_header(n_walls, n_meshes, flow), None)?,
+            flow.is_some(),
         ))
     }
 
@@ -98,12 +98,12 @@ impl Series {
         path: &Path,
         n_walls: usize,
         n_meshes: usize,
-        outlets: Option<&[String]>,
+        flow: Option<&[String]>,
         step: u64,
     ) -> Result<Self> {
         Ok(Series(
-            Csv::open(path, &series_header(n_walls, n_meshes, outlets), Some(step))?,
-            outlets.is_some(),
+            Csv::open(path, &series_header(n_walls, n_meshes, flow), Some(step))?,
+            flow.is_some(),
         ))
     }
 
@@ -123,7 +123,7 @@ impl Series {
         }
         if self.1 {
             line += &format!(",{}", s.n_particles);
-            for (n, m) in &s.outlets {
+            for (n, m) in &s.flow {
                 line += &format!(",{n},{m:.17e}");
             }
         }
