@@ -220,6 +220,12 @@ bad!(
 bad!(inlet_fill_zero, At::Scene, 14, "Fill needs 1 to 2^40");
 bad!(inlet_outside_domain, At::Scene, 14, "inside the domain");
 bad!(inlet_stop_before_start, At::Scene, 14, "inlets[0].stop");
+bad!(
+    inlet_tiny_spheres,
+    At::Scene,
+    14,
+    "a diameter in the wrong unit?"
+);
 // Spheres.
 bad!(negative_radius, At::Scene, 9, "spheres[1].radius");
 bad!(zero_radius, At::Scene, 8, "spheres[0].radius");

@@ -467,6 +467,9 @@ impl Scene {
     }
 }
 
+/// Most spheres of its smallest size an inlet's box may hold (volume ratio).
+pub const MAX_INLET_SPHERES: f64 = 1e8;
+
 /// Most outlets a scene may list (each adds two reductions per action and two columns).
 pub const MAX_OUTLETS: usize = 64;
 
@@ -669,6 +672,19 @@ fn inlet(
     }
     if (0..3).any(|a| lo[a] < domain.lo[a] || hi[a] > domain.hi[a]) {
         return Err(ctx.err(&rp, "the box must lie inside the domain"));
+    }
+    // nothing sized from an unvalidated number: the box holds at most ~its volume over the
+    // smallest sphere's (random sequential addition jams below that)
+    let cap = (0..3).map(|a| hi[a] - lo[a]).product::<f64>()
+        / (psd.min().powi(3) * std::f64::consts::PI / 6.0);
+    if cap > MAX_INLET_SPHERES {
+        return Err(ctx.err(
+            &pp,
+            format!(
+                "the box could hold {cap:.3e} of its smallest spheres (at most \
+                 {MAX_INLET_SPHERES:e}): a diameter in the wrong unit?"
+            ),
+        ));
     }
     let rate = match s.rate {
         RateSpec::Mass(q) => Rate::Mass(ctx.positive(&format!("{p}.rate"), q)?),
