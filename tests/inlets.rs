@@ -146,13 +146,13 @@ fn inlet_delivers_the_requested_mass_rate() {
 }
 
 /// Reproducible mode with the inlet and the outlet acting: the final state and the series are
-/// bit-identical on 1, 2, 3, 4 ranks and 2 ranks × 2 threads; a restart from the checkpoint
+/// bit-identical on 1, 2, 3, 4, 8 ranks and 2 ranks × 2 threads; a restart from the checkpoint
 /// at t = 0.5 s (mid-fill, mid-discharge) on 2 ranks continues bitwise.
 #[test]
 fn inlet_and_outlet_are_bitwise_across_ranks_and_restart() {
     let tmp = TempDir::new("inlet_bitwise");
     let mut first: Option<(State, String)> = None;
-    for (r, t) in [(1, 1), (2, 1), (3, 1), (4, 1), (2, 2)] {
+    for (r, t) in [(1, 1), (2, 1), (3, 1), (4, 1), (8, 1), (2, 2)] {
         let out = format!("o{r}_{t}");
         let series = run(&tmp, POUR, r, t, &out);
         let st = read_state(&tmp.0.join(format!("{out}/snapshots/snap_000010000.h5")));
