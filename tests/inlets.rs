@@ -115,12 +115,15 @@ fn fill_places_without_overlap_with_the_same_ids_on_any_rank_count() {
 }
 
 /// The inlet delivers 0.1 kg/s: at t = 1 s the mass inserted is within 1 % of 0.1 kg, and at
-/// every row it lies between rate × (time of the last action) and that plus one largest
-/// sphere; particles = 64 + inserted − removed at every row.
+/// every row (every 10 steps: every action of the inlet and the outlet) it lies between
+/// rate × (time of the last action) and that plus one largest sphere; particles = 64 +
+/// inserted − removed at every row.
 #[test]
 fn inlet_delivers_the_requested_mass_rate() {
     let tmp = TempDir::new("inlet_rate");
-    let series = run(&tmp, POUR, 1, 1, "o");
+    let scene = POUR.replace("series_every: 500", "series_every: 10");
+    let series = run(&tmp, &scene, 1, 1, "o");
+    assert_eq!(series.lines().count(), 1001);
     let t = col(&series, "time_s");
     let m = col(&series, "inlet_top_mass_kg");
     let n = col(&series, "n_particles");
