@@ -277,9 +277,13 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let series_path = out_dir.join("series.csv");
     let n_walls = sim.walls.len();
     let n_meshes = sim.meshes.meshes.len();
+    let outlets = sim.flow.as_ref().map(|f| f.columns());
+    let outlets = outlets.as_deref();
     let series = match (root, opts.restart.is_some()) {
-        (true, false) => Series::create(&series_path, n_walls, n_meshes).map(Some),
-        (true, true) => Series::resume(&series_path, n_walls, n_meshes, sim.step).map(Some),
+        (true, false) => Series::create(&series_path, n_walls, n_meshes, outlets).map(Some),
+        (true, true) => {
+            Series::resume(&series_path, n_walls, n_meshes, outlets, sim.step).map(Some)
+        }
         (false, _) => Ok(None),
     };
     let mut series = sim.comm.agree(series)?;
@@ -734,7 +738,8 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
     let info = checkpoint::read_info(path)?;
     let reproducible = scene.reproducible || info.reproducible;
     let limits = checkpoint::Limits {
-        max_gid: scene.summary.n,
+        // the initial gids, then each inlet's range (`engines::inlet::GID_STRIDE`)
+        max_gid: scene.summary.n + scene.n_inlets() * crate::engines::inlet::GID_STRIDE,
         n_materials: scene.materials.len(),
         n_walls: scene.walls.len(),
         n_facets: scene.meshes.iter().map(|m| m.body.len()).sum(),

@@ -60,6 +60,11 @@ pub struct Stats {
     /// Force and torque (about its centre: `mesh::Mesh::centre0` moved with it) exerted by the
     /// spheres on each mesh.
     pub mesh_force: Vec<(V3, V3)>,
+    /// Particles over all ranks.
+    pub n_particles: u64,
+    /// Per flow engine (`Flow::columns`): particles and mass removed (outlets) or inserted
+    /// (inlets) so far.
+    pub flow: Vec<(u64, f64)>,
 }
 
 /// One rank's share of a checkpoint, as `io::checkpoint` reads it.
@@ -125,6 +130,9 @@ struct EngineState {
     /// counts (scenes with meshes; absent in older files and scenes without: serde default).
     #[serde(default)]
     mesh_ref_time: Option<f64>,
+    /// Inlet/outlet counters (scenes with flow engines; absent otherwise: serde default).
+    #[serde(default)]
+    flow: Option<crate::engines::FlowState>,
 }
 
 #[derive(Clone)]
@@ -189,6 +197,9 @@ pub struct Simulation {
     pub strainer: Option<UniaxialStrainer>,
     /// The scene has a strainer (checked against checkpoints).
     strainer_wanted: bool,
+    /// Particle sources and sinks (outlets) acting at the `pre_exchange` hook of a rebuild
+    /// (`engines`); `None` without any.
+    pub flow: Option<crate::engines::Flow>,
     /// Extra candidate distance for CPM links: (R_I − 1)·2 r_max (0 otherwise).
     reach_extra: f64,
     grid: CellGrid,
@@ -652,6 +663,7 @@ impl Simulation {
             cpm,
             strainer,
             strainer_wanted: scene.strainer.is_some(),
+            flow: crate::engines::Flow::new(scene.flow),
             reach_extra,
             grid: CellGrid::default(),
             wall_cands: Vec::new(),
@@ -781,7 +793,11 @@ impl Simulation {
 
     /// Engine and controller state as RON text, for checkpoints (empty: no CPM, no engines).
     pub fn engine_state(&self) -> String {
-        if self.cpm.is_none() && self.strainer.is_none() && self.meshes.is_empty() {
+        if self.cpm.is_none()
+            && self.strainer.is_none()
+            && self.meshes.is_empty()
+            && self.flow.is_none()
+        {
             return String::new();
         }
         let e = EngineState {
@@ -789,6 +805,7 @@ impl Simulation {
             n_links0: self.cpm.as_ref().map_or(0, |c| c.n_links0),
             strainer: self.strainer.clone(),
             mesh_ref_time: (!self.meshes.is_empty()).then(|| self.meshes.ref_time()),
+            flow: self.flow.as_ref().map(|f| f.state()),
         };
         ron::to_string(&e).unwrap_or_default()
     }
@@ -796,9 +813,9 @@ impl Simulation {
     /// Inverse of [`Simulation::engine_state`].
     pub fn set_engine_state(&mut self, s: &str) -> Result<()> {
         if s.is_empty() {
-            if self.cpm.is_some() || self.strainer.is_some() {
+            if self.cpm.is_some() || self.strainer.is_some() || self.flow.is_some() {
                 return Err(Error::Input(
-                    "the checkpoint holds no CPM/strainer state but the scene has them".into(),
+                    "the checkpoint holds no CPM/strainer/flow state but the scene has them".into(),
                 ));
             }
             return Ok(());
@@ -823,6 +840,15 @@ impl Simulation {
             ));
         }
         self.strainer = e.strainer;
+        match (&mut self.flow, &e.flow) {
+            (Some(f), Some(s)) => f.set_state(s)?,
+            (None, None) => {}
+            _ => {
+                return Err(Error::Input(
+                    "the checkpoint and the scene disagree about inlets/outlets".into(),
+                ))
+            }
+        }
         Ok(())
     }
 
@@ -902,6 +928,7 @@ impl Simulation {
         }
         self.domain.wrap_owned(&mut self.ps);
         self.balance_rebuild()?;
+        self.pre_exchange()?;
         let tc = Instant::now();
         self.halo_ex.migrate(
             &self.comm,
@@ -915,6 +942,39 @@ impl Simulation {
         self.check_conservation()?;
         self.rebuild_structure(false);
         Ok(())
+    }
+
+    /// The `pre_exchange` hook (`engines`): flow engines due at this step create and delete
+    /// owned particles (after the balancing, whose costs index the old particles; before
+    /// migration). Contacts of deleted particles are switched off on every rank, so the merge
+    /// drops them (gids are never reused: no history comes back). The conserved count and
+    /// mass are taken again (collective). Nothing happens on steps without a due engine.
+    fn pre_exchange(&mut self) -> Result<()> {
+        let Some(flow) = &mut self.flow else {
+            return Ok(());
+        };
+        if !flow.due(self.step, self.time) {
+            return Ok(());
+        }
+        let gone = flow.pre_exchange(
+            (self.step, self.time),
+            &mut self.ps,
+            &self.dec,
+            &self.comm,
+            &self.walls,
+        );
+        if !gone.is_empty() {
+            for list in [&mut self.pairs, &mut self.wall_pairs] {
+                for k in 0..list.len() {
+                    let (a, b) = list.key[k];
+                    if gone.binary_search(&a).is_ok() || gone.binary_search(&b).is_ok() {
+                        list.active[k] = false;
+                    }
+                }
+            }
+        }
+        self.conserved = None;
+        self.check_conservation()
     }
 
     /// The rebuild after migration: re-sort, ghosts, candidate pairs merged with the contact
@@ -1050,6 +1110,14 @@ impl Simulation {
     /// One time step (see [`Self::step`]).
     fn advance(&mut self) -> Result<()> {
         let t0 = Instant::now();
+        // a flow engine due now acts at this step's rebuild (`pre_exchange`)
+        if self
+            .flow
+            .as_ref()
+            .is_some_and(|f| f.due(self.step, self.time))
+        {
+            self.need_rebuild = true;
+        }
         if self.need_rebuild {
             let c0 = self.timers.comm;
             self.rebuild()?;
@@ -1338,7 +1406,7 @@ impl Simulation {
                 max_ov = max_ov.max(ov / ps.radius[i]);
             }
         }
-        let mut counts = [n_contacts, n_free];
+        let mut counts = [n_contacts, n_free, ps.n_owned as i64];
         self.comm.sum_i64s(&mut counts);
         self.comm.sum_exact(&mut sums);
         let max_ov = self.comm.max_f64(max_ov);
@@ -1363,6 +1431,8 @@ impl Simulation {
                     )
                 })
                 .collect(),
+            n_particles: counts[2] as u64,
+            flow: self.flow.as_ref().map_or(Vec::new(), |f| f.totals()),
         }
     }
 

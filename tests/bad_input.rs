@@ -175,6 +175,57 @@ bad!(
     7,
     "materials[0].params.friction_angle: 38.66 rad"
 );
+// Outlets and inlets (issue 22).
+bad!(
+    outlet_bad_name,
+    At::Scene,
+    14,
+    "outlets[1].name: must be 1 to 64 letters"
+);
+bad!(
+    outlet_duplicate_name,
+    At::Scene,
+    14,
+    "outlet `a` is defined twice"
+);
+bad!(outlet_zero_normal, At::Scene, 14, "normal must not be zero");
+bad!(outlet_inverted_box, At::Scene, 14, "lo < hi");
+bad!(
+    outlet_cylinder_radius,
+    At::Scene,
+    14,
+    "outlets[1].region: must be positive"
+);
+bad!(outlet_every_zero, At::Scene, 14, "outlets[1].every");
+bad!(outlet_unknown_region, At::Scene, 14, "`Sphere`");
+bad!(inlet_unknown_material, At::Scene, 14, "inlets[0].material");
+bad!(
+    inlet_psd_bounds,
+    At::Scene,
+    14,
+    "inlets[0].psd: min 0.02 > max 0.01"
+);
+bad!(
+    inlet_box_too_small,
+    At::Scene,
+    14,
+    "wider than the largest diameter"
+);
+bad!(
+    inlet_half_space,
+    At::Scene,
+    14,
+    "inlets take a `Box` region"
+);
+bad!(inlet_fill_zero, At::Scene, 14, "Fill needs 1 to 2^40");
+bad!(inlet_outside_domain, At::Scene, 14, "inside the domain");
+bad!(inlet_stop_before_start, At::Scene, 14, "inlets[0].stop");
+bad!(
+    inlet_tiny_spheres,
+    At::Scene,
+    14,
+    "a diameter in the wrong unit?"
+);
 // Spheres.
 bad!(negative_radius, At::Scene, 9, "spheres[1].radius");
 bad!(zero_radius, At::Scene, 8, "spheres[0].radius");

@@ -402,6 +402,27 @@ impl Comm {
         }
     }
 
+    /// Every rank's `v` (any length per rank), concatenated in rank order: the lengths are
+    /// gathered first, then every list padded to the longest (two all-gathers; for the short
+    /// lists of the flow engines, `engines/`).
+    pub fn all_gather_varlen_u64s(&self, v: &[u64]) -> Vec<u64> {
+        if let Comm::Serial = self {
+            return v.to_vec();
+        }
+        let lens = self.all_gather_u64s(&[v.len() as u64]);
+        let longest = lens.iter().copied().max().unwrap_or(0) as usize;
+        if longest == 0 {
+            return Vec::new();
+        }
+        let mut padded = v.to_vec();
+        padded.resize(longest, 0);
+        let all = self.all_gather_u64s(&padded);
+        all.chunks(longest)
+            .zip(&lens)
+            .flat_map(|(c, &n)| c[..n as usize].iter().copied())
+            .collect()
+    }
+
     /// Census of global ids spread over the ranks (distributed: each gid is sent to the rank
     /// `gid mod P`, O(owned + wanted) per rank): returns, the same on every rank, the smallest
     /// gid owned by more than one rank (or twice by one), and the smallest gid in some rank's

@@ -99,6 +99,24 @@ impl ExactSum {
         &mut self.limbs
     }
 
+    /// The normalised limbs, for storing an accumulator exactly (checkpoints: a restarted
+    /// sum continues with the same bits).
+    pub fn to_limbs(&self) -> Vec<i64> {
+        let mut s = self.clone();
+        s.normalise();
+        s.limbs.to_vec()
+    }
+
+    /// Inverse of [`Self::to_limbs`] (`None` for a wrong length).
+    pub fn from_limbs(v: &[i64]) -> Option<Self> {
+        let limbs: [i64; LIMBS] = v.try_into().ok()?;
+        Some(ExactSum {
+            limbs,
+            pending: 0,
+            special: None,
+        })
+    }
+
     /// The special value (NaN/inf) as an f64 that survives a max-reduction: NaN if any.
     pub fn special(&self) -> Option<f64> {
         self.special

@@ -53,10 +53,12 @@ impl Csv {
     }
 }
 
-pub struct Series(Csv);
+pub struct Series(Csv, bool);
 
-/// The columns; `n_meshes`: force and torque (about the mesh's centre) per mesh after the walls.
-fn series_header(n_walls: usize, n_meshes: usize) -> String {
+/// The columns; `n_meshes`: force and torque (about the mesh's centre) per mesh after the walls;
+/// `flow`: with flow engines, the particle count, then per engine (column prefix
+/// `outlet_<name>` or `inlet_<name>`) the count and mass removed or inserted so far.
+fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>) -> String {
     let mut head =
         String::from("step,time_s,dt_s,ke_trans_J,ke_rot_J,n_contacts,unbalanced,max_overlap_rel");
     for w in 0..n_walls {
@@ -67,26 +69,42 @@ fn series_header(n_walls: usize, n_meshes: usize) -> String {
             ",mesh{m}_fx_N,mesh{m}_fy_N,mesh{m}_fz_N,mesh{m}_tx_Nm,mesh{m}_ty_Nm,mesh{m}_tz_Nm"
         );
     }
+    if let Some(names) = flow {
+        head += ",n_particles";
+        for n in names {
+            head += &format!(",{n}_count,{n}_mass_kg");
+        }
+    }
     head
 }
 
 impl Series {
-    pub fn create(path: &Path, n_walls: usize, n_meshes: usize) -> Result<Self> {
-        Ok(Series(Csv::open(
-            path,
-            &series_header(n_walls, n_meshes),
-            None,
-        )?))
+    /// `flow`: the flow engines' column prefixes when the scene has flow engines (else no flow columns).
+    pub fn create(
+        path: &Path,
+        n_walls: usize,
+        n_meshes: usize,
+        flow: Option<&[String]>,
+    ) -> Result<Self> {
+        Ok(Series(
+            Csv::open(path, &series_header(n_walls, n_meshes, flow), None)?,
+            flow.is_some(),
+        ))
     }
 
     /// Continue the series of a restarted run at `step` (a missing file is created: restart
     /// into a new output directory).
-    pub fn resume(path: &Path, n_walls: usize, n_meshes: usize, step: u64) -> Result<Self> {
-        Ok(Series(Csv::open(
-            path,
-            &series_header(n_walls, n_meshes),
-            Some(step),
-        )?))
+    pub fn resume(
+        path: &Path,
+        n_walls: usize,
+        n_meshes: usize,
+        flow: Option<&[String]>,
+        step: u64,
+    ) -> Result<Self> {
+        Ok(Series(
+            Csv::open(path, &series_header(n_walls, n_meshes, flow), Some(step))?,
+            flow.is_some(),
+        ))
     }
 
     pub fn row(&mut self, step: u64, time: f64, dt: f64, s: &Stats) -> Result<()> {
@@ -102,6 +120,12 @@ impl Series {
                 ",{:.9e},{:.9e},{:.9e},{:.9e},{:.9e},{:.9e}",
                 f.x, f.y, f.z, t.x, t.y, t.z
             );
+        }
+        if self.1 {
+            line += &format!(",{}", s.n_particles);
+            for (n, m) in &s.flow {
+                line += &format!(",{n},{m:.17e}");
+            }
         }
         self.0.line(&line)
     }

@@ -8,8 +8,8 @@
 //! Writing is collective and no rank holds more than its share of the scene. Gids are dense,
 //! 0..N−1: every generator numbers its spheres consecutively from its first gid (a LAMMPS file's
 //! atom ids must be 1..n), replication gives tile t the gids t·n_base + g, a restart keeps the
-//! checkpoint's gids, and a run never creates or deletes particles (`check_conservation` in
-//! sim.rs). So row k of every dataset belongs to gid k: each rank sends its owned particles to
+//! checkpoint's gids, and only inlets and outlets (`engines`) create or delete particles
+//! (their gids are sparse: the fallback below). So row k of every dataset belongs to gid k: each rank sends its owned particles to
 //! the rank whose row block [r·N/P, (r+1)·N/P) holds their gid (one all-to-all with variable
 //! counts, `Comm::all_to_all_f64s`), places what it receives at row gid − r·N/P, and all ranks
 //! write their blocks of every dataset together through MPI-IO (`h5par::write_rows`, collective

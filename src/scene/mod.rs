@@ -62,6 +62,8 @@ pub struct Scene {
     pub interaction_radius: Option<f64>,
     /// Uniaxial strain controller.
     pub strainer: Option<StrainerSpec>,
+    /// Particle sources and sinks (outlets), fresh (no particle removed yet).
+    pub flow: Vec<crate::engines::FlowEngine>,
     /// Load balancing of the ranks.
     pub balance: BalanceSpec,
 }
@@ -333,7 +335,8 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         return Err(b.error(ctx));
     }
     let tile = domain.size();
-    let summary = replicate(ctx, sf.replicate, explicit, &mut domain, &mut walls, &base)?;
+    let mut summary = replicate(ctx, sf.replicate, explicit, &mut domain, &mut walls, &base)?;
+    let flow = flow_engines(ctx, &sf, &materials, &mut summary, &domain, dt)?;
     check_extent(ctx, &domain, &summary, explicit)?;
     // CPM: the halo reaches (R_I − 1)·2 r_max further (as the simulation's, sim.rs)
     let reach_extra = match (&sf.cpm, materials.iter().any(|m| m.cpm().is_some())) {
@@ -450,7 +453,286 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         reproducible: sf.reproducible,
         interaction_radius,
         strainer,
+        flow,
         balance: sf.balance,
+    })
+}
+
+impl Scene {
+    /// The number of inlets (each owns a gid range after the initial particles').
+    pub fn n_inlets(&self) -> u64 {
+        let inlet =
+            |e: &&crate::engines::FlowEngine| matches!(e, crate::engines::FlowEngine::Inlet(_));
+        self.flow.iter().filter(inlet).count() as u64
+    }
+}
+
+/// Most spheres of its smallest size an inlet's box may hold (volume ratio).
+pub const MAX_INLET_SPHERES: f64 = 1e8;
+
+/// Most outlets a scene may list (each adds two reductions per action and two columns).
+pub const MAX_OUTLETS: usize = 64;
+
+/// Validate the outlets and inlets into fresh flow engines (outlets first: they act first).
+/// The inlets' largest radius joins `summary.rmax` (halo, ghosts, candidate reach).
+fn flow_engines(
+    ctx: &Ctx,
+    sf: &SceneFile,
+    materials: &[Material],
+    summary: &mut Summary,
+    domain: &Domain,
+    dt: f64,
+) -> Result<Vec<crate::engines::FlowEngine>> {
+    use crate::engines::{outlet::Outlet, region::Region, FlowEngine};
+    if sf.inlets.len() > MAX_OUTLETS {
+        return Err(ctx.err(
+            "inlets",
+            format!("at most {MAX_OUTLETS} inlets, got {}", sf.inlets.len()),
+        ));
+    }
+    if sf.outlets.len() > MAX_OUTLETS {
+        return Err(ctx.err(
+            "outlets",
+            format!("at most {MAX_OUTLETS} outlets, got {}", sf.outlets.len()),
+        ));
+    }
+    let mut out = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
+    for (k, o) in sf.outlets.iter().enumerate() {
+        let p = format!("outlets[{k}]");
+        let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        if o.name.is_empty() || o.name.len() > 64 || !o.name.chars().all(ok) {
+            return Err(ctx.err(
+                &format!("{p}.name"),
+                "must be 1 to 64 letters, digits or `_` (it names series.csv columns)",
+            ));
+        }
+        if names.contains(&o.name.as_str()) {
+            return Err(ctx.err(
+                &format!("{p}.name"),
+                format!("outlet `{}` is defined twice", o.name),
+            ));
+        }
+        names.push(&o.name);
+        if o.every == 0 {
+            return Err(ctx.err(&format!("{p}.every"), "must be ≥ 1"));
+        }
+        let rp = format!("{p}.region");
+        let region = match &o.region {
+            RegionSpec::Box { lo, hi } => {
+                let (lo, hi) = (ctx.finite3(&rp, *lo)?, ctx.finite3(&rp, *hi)?);
+                if (0..3).any(|a| lo[a] >= hi[a]) {
+                    return Err(ctx.err(&rp, "the box needs lo < hi on every axis"));
+                }
+                Region::Box { lo, hi }
+            }
+            RegionSpec::HalfSpace { point, normal } => {
+                let point = ctx.finite3(&rp, *point)?;
+                let n = ctx.finite3(&rp, *normal)?;
+                if n.norm_squared() == 0.0 {
+                    return Err(ctx.err(&rp, "the normal must not be zero"));
+                }
+                Region::HalfSpace {
+                    point,
+                    normal: n.normalize(),
+                }
+            }
+            RegionSpec::Cylinder { a, b, radius } => {
+                let (a, b) = (ctx.finite3(&rp, *a)?, ctx.finite3(&rp, *b)?);
+                if (b - a).norm_squared() == 0.0 {
+                    return Err(ctx.err(&rp, "the axis ends a and b must differ"));
+                }
+                let radius = ctx.positive(&rp, *radius)?;
+                Region::Cylinder { a, b, radius }
+            }
+        };
+        out.push(FlowEngine::Outlet(Outlet::new(
+            o.name.clone(),
+            region,
+            o.every,
+        )));
+    }
+    let mut inlets = Vec::new();
+    for (k, s) in sf.inlets.iter().enumerate() {
+        inlets.push(inlet(
+            ctx,
+            k,
+            s,
+            &sf.inlets[..k],
+            materials,
+            summary,
+            domain,
+            dt,
+        )?);
+    }
+    // every inlet's spheres count for the halo and the overlap check's reach
+    summary.rmax = inlets
+        .iter()
+        .map(|i: &crate::engines::inlet::Inlet| 0.5 * i.psd.max())
+        .fold(summary.rmax, f64::max);
+    for mut i in inlets {
+        i.reach = 2.0 * summary.rmax;
+        out.push(FlowEngine::Inlet(i));
+    }
+    Ok(out)
+}
+
+/// Validate inlet `k` (`earlier`: the inlets before it, for unique names).
+#[allow(clippy::too_many_arguments)]
+fn inlet(
+    ctx: &Ctx,
+    k: usize,
+    s: &InletSpec,
+    earlier: &[InletSpec],
+    materials: &[Material],
+    summary: &Summary,
+    domain: &Domain,
+    dt: f64,
+) -> Result<crate::engines::inlet::Inlet> {
+    use crate::engines::inlet::{Inlet, Psd, Rate, GID_STRIDE};
+    let p = format!("inlets[{k}]");
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if s.name.is_empty() || s.name.len() > 64 || !s.name.chars().all(ok) {
+        return Err(ctx.err(
+            &format!("{p}.name"),
+            "must be 1 to 64 letters, digits or `_` (it names series.csv columns)",
+        ));
+    }
+    if earlier.iter().any(|e| e.name == s.name) {
+        return Err(ctx.err(
+            &format!("{p}.name"),
+            format!("inlet `{}` is defined twice", s.name),
+        ));
+    }
+    let material = ctx.material(&format!("{p}.material"), &s.material, materials)?;
+    let mat = &materials[material as usize];
+    if mat.cpm().is_some() {
+        return Err(ctx.err(&format!("{p}.material"), "inlets take frictional materials"));
+    }
+    let pp = format!("{p}.psd");
+    let pos = |v: f64| ctx.positive(&pp, v);
+    let bounds = |min: f64, max: f64| -> Result<()> {
+        pos(min)?;
+        pos(max)?;
+        if min > max {
+            return Err(ctx.err(&pp, format!("min {min} > max {max}")));
+        }
+        Ok(())
+    };
+    let psd = match &s.psd {
+        PsdSpec::Constant(d) => Psd::Constant(pos(*d)?),
+        PsdSpec::Uniform(a, b) => {
+            bounds(*a, *b)?;
+            Psd::Uniform { min: *a, max: *b }
+        }
+        PsdSpec::Normal(mean, std, min, max) => {
+            pos(*mean)?;
+            ctx.non_negative(&pp, *std)?;
+            bounds(*min, *max)?;
+            Psd::Normal {
+                mean: *mean,
+                std: *std,
+                min: *min,
+                max: *max,
+            }
+        }
+        PsdSpec::LogNormal(median, sigma, min, max) => {
+            pos(*median)?;
+            ctx.non_negative(&pp, *sigma)?;
+            bounds(*min, *max)?;
+            Psd::LogNormal {
+                median: *median,
+                sigma: *sigma,
+                min: *min,
+                max: *max,
+            }
+        }
+        PsdSpec::Discrete(t) => {
+            if t.is_empty() || t.len() > 1000 {
+                return Err(ctx.err(&pp, "needs 1 to 1000 (diameter, mass fraction) pairs"));
+            }
+            for &(d, f) in t {
+                pos(d)?;
+                pos(f)?;
+            }
+            Psd::discrete(t)
+        }
+    };
+    let rp = format!("{p}.region");
+    let (lo, hi) = match &s.region {
+        RegionSpec::Box { lo, hi } => (ctx.finite3(&rp, *lo)?, ctx.finite3(&rp, *hi)?),
+        _ => return Err(ctx.err(&rp, "inlets take a `Box` region (so far)")),
+    };
+    let dmax = psd.max();
+    if (0..3).any(|a| hi[a] - lo[a] <= dmax) {
+        return Err(ctx.err(
+            &rp,
+            format!("the box must be wider than the largest diameter {dmax} on every axis"),
+        ));
+    }
+    if (0..3).any(|a| lo[a] < domain.lo[a] || hi[a] > domain.hi[a]) {
+        return Err(ctx.err(&rp, "the box must lie inside the domain"));
+    }
+    // nothing sized from an unvalidated number: the box holds at most ~its volume over the
+    // smallest sphere's (random sequential addition jams below that)
+    let cap = (0..3).map(|a| hi[a] - lo[a]).product::<f64>()
+        / (psd.min().powi(3) * std::f64::consts::PI / 6.0);
+    if cap > MAX_INLET_SPHERES {
+        return Err(ctx.err(
+            &pp,
+            format!(
+                "the box could hold {cap:.3e} of its smallest spheres (at most \
+                 {MAX_INLET_SPHERES:e}): a diameter in the wrong unit?"
+            ),
+        ));
+    }
+    let rate = match s.rate {
+        RateSpec::Mass(q) => Rate::Mass(ctx.positive(&format!("{p}.rate"), q)?),
+        RateSpec::Count(q) => Rate::Count(ctx.positive(&format!("{p}.rate"), q)?),
+        RateSpec::Fill(n) if n > 0 && n < GID_STRIDE => Rate::Fill(n),
+        RateSpec::Fill(_) => return Err(ctx.err(&format!("{p}.rate"), "Fill needs 1 to 2^40")),
+    };
+    let velocity = ctx.finite3(&format!("{p}.velocity"), s.velocity)?;
+    let start = ctx.non_negative(&format!("{p}.start"), s.start)?;
+    if s.stop.is_nan() || s.stop <= start {
+        return Err(ctx.err(&format!("{p}.stop"), "must be later than start"));
+    }
+    if s.every == 0 {
+        return Err(ctx.err(&format!("{p}.every"), "must be ≥ 1"));
+    }
+    if s.attempts == 0 || s.attempts > 100_000 {
+        return Err(ctx.err(&format!("{p}.attempts"), "must be in 1..=100000"));
+    }
+    // the p-wave time step of the smallest sphere it makes (thesis eq. 2.85–2.86)
+    let crit = mat.pwave_step(0.5 * psd.min());
+    if dt > crit {
+        log::warn!(
+            "{}: {p}.psd: dt {dt:e} s exceeds the p-wave critical step {crit:e} s of its \
+             smallest spheres",
+            ctx.file.display()
+        );
+    }
+    Ok(Inlet {
+        name: s.name.clone(),
+        lo,
+        hi,
+        material,
+        density: mat.density(),
+        psd,
+        rate,
+        velocity,
+        start,
+        stop: s.stop,
+        seed: s.seed,
+        index: k as u64,
+        gid_base: summary.n + k as u64 * GID_STRIDE,
+        every: s.every,
+        attempts: s.attempts,
+        reach: 0.0,
+        seq: 0,
+        mass: 0.0,
+        tries: 0,
+        warned: false,
     })
 }
 
@@ -800,6 +1082,8 @@ pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static 
         ("reproducible", a.reproducible == b.reproducible),
         ("cpm", ron_of(&a.cpm) == ron_of(&b.cpm)),
         ("strainer", ron_of(&a.strainer) == ron_of(&b.strainer)),
+        ("outlets", ron_of(&a.outlets) == ron_of(&b.outlets)),
+        ("inlets", ron_of(&a.inlets) == ron_of(&b.inlets)),
     ];
     same.iter().filter(|(_, s)| !s).map(|(n, _)| *n).collect()
 }

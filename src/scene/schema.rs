@@ -70,6 +70,14 @@ pub struct SceneFile {
     /// Uniaxial strain controller (default none).
     #[serde(default)]
     pub strainer: Option<StrainerSpec>,
+    /// Outlets: regions that delete the particles whose centre enters them (default none;
+    /// docs/scene-format.md "Outlets").
+    #[serde(default)]
+    pub outlets: Vec<OutletSpec>,
+    /// Inlets: boxes where spheres from a size distribution appear at a rate (default none;
+    /// docs/scene-format.md "Inlets").
+    #[serde(default)]
+    pub inlets: Vec<InletSpec>,
     /// Copies of the whole block (spheres and domain) along x, y, z (default (1, 1, 1)); the
     /// domain box is the tile. See docs/scene-format.md "Replication".
     #[serde(default = "one3")]
@@ -322,6 +330,95 @@ pub struct FrictSpec {
     /// Normal restitution coefficient (default: none = no viscous damping).
     #[serde(default)]
     pub restitution: Option<f64>,
+}
+
+/// An outlet (`engines/outlet.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Outlet")]
+pub struct OutletSpec {
+    /// Letters, digits and `_` (names the `series.csv` columns); unique among the outlets.
+    pub name: String,
+    pub region: RegionSpec,
+    /// Acts every this many steps (default 1).
+    #[serde(default = "default_one")]
+    pub every: u64,
+}
+
+fn default_hundred() -> u64 {
+    100
+}
+fn default_attempts() -> u64 {
+    50
+}
+fn default_inlet_seed() -> u64 {
+    22
+}
+fn infinity() -> f64 {
+    f64::INFINITY
+}
+
+/// An inlet (`engines/inlet.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Inlet")]
+pub struct InletSpec {
+    /// Letters, digits and `_`; unique among the inlets.
+    pub name: String,
+    /// A `Box` (the other regions are refused for inlets so far).
+    pub region: RegionSpec,
+    pub material: String,
+    pub psd: PsdSpec,
+    pub rate: RateSpec,
+    /// Initial velocity of the new spheres [m/s] (default 0).
+    #[serde(default = "zero3")]
+    pub velocity: Vec3,
+    /// Start and stop times [s] (default 0, never).
+    #[serde(default)]
+    pub start: f64,
+    #[serde(default = "infinity")]
+    pub stop: f64,
+    #[serde(default = "default_inlet_seed")]
+    pub seed: u64,
+    /// Acts every this many steps (default 100): each action forces a neighbour rebuild.
+    #[serde(default = "default_hundred")]
+    pub every: u64,
+    /// Placement attempts per sphere before giving up for the step (default 50).
+    #[serde(default = "default_attempts")]
+    pub attempts: u64,
+}
+
+/// Size distribution of diameters [m] (`engines::inlet::Psd`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum PsdSpec {
+    Constant(f64),
+    Uniform(f64, f64),
+    /// (mean, std, min, max)
+    Normal(f64, f64, f64, f64),
+    /// (median, sigma of ln d, min, max)
+    LogNormal(f64, f64, f64, f64),
+    /// [(diameter, mass fraction), ...]
+    Discrete(Vec<(f64, f64)>),
+}
+
+/// An inlet's rate.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum RateSpec {
+    /// kg/s
+    Mass(f64),
+    /// spheres/s
+    Count(f64),
+    /// spheres in all
+    Fill(u64),
+}
+
+/// A region of space (`engines/region.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum RegionSpec {
+    /// Axis-aligned box [m].
+    Box { lo: Vec3, hi: Vec3 },
+    /// The side of the plane through `point` that `normal` points to (normalised on read).
+    HalfSpace { point: Vec3, normal: Vec3 },
+    /// Cylinder with axis from `a` to `b` and radius `radius` [m].
+    Cylinder { a: Vec3, b: Vec3, radius: f64 },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -1,0 +1,361 @@
+//! Inlet (issue 22; Woo `BoxInlet`/`RandomInlet` with PSD generators, seed 004; LIGGGHTS
+//! `fix insert/rate/region`): spheres drawn from a size distribution are placed at random in
+//! a box without overlapping anything there, at a mass or count rate or up to a count.
+//!
+//! Reproducible placement: the k-th new sphere of inlet i (its sequence number k) has the gid
+//! `gid_base + k` and its diameter from the counter-based hash of (seed, i, k); its centre at
+//! attempt a (counted over all the inlet's attempts) from the hash of (seed, i, k, a). Every rank gathers the particles near the box
+//! (one all-gather of the owned centres within 2 r_max of it) and runs the same insertion, in
+//! sequence order, then keeps the new spheres whose centre it owns: the same spheres, bits and
+//! gids on any rank count, and across restarts (the sequence number and the inserted mass are
+//! checkpointed).
+
+use super::region::Region;
+use crate::contact::Wall;
+use crate::domain::comm::Comm;
+use crate::domain::decomp::Decomp;
+use crate::particles::{Particle, Particles};
+use crate::scene::gen::splitmix;
+use crate::V3;
+use std::collections::HashMap;
+
+/// Gids of inlet i start at (initial particle count) + i · `GID_STRIDE`: 2⁴⁰ ids per inlet
+/// (refused beyond: `Inlet::act`), 64 inlets at most (scene limit), so the ranges never meet
+/// each other nor the initial gids 0..n.
+pub const GID_STRIDE: u64 = 1 << 40;
+
+/// Particle size distribution of diameters [m].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Psd {
+    Constant(f64),
+    /// Uniform in diameter on [min, max].
+    Uniform {
+        min: f64,
+        max: f64,
+    },
+    /// Normal in diameter, truncated to [min, max] (rejection, then clamped).
+    Normal {
+        mean: f64,
+        std: f64,
+        min: f64,
+        max: f64,
+    },
+    /// ln d normal with median `median` and standard deviation `sigma` of ln d, truncated.
+    LogNormal {
+        median: f64,
+        sigma: f64,
+        min: f64,
+        max: f64,
+    },
+    /// Diameters with mass fractions: drawn by number fraction w_i/d_i³ normalised (Woo
+    /// `PsdSphereGenerator(mass=True)`: a mass fraction of spheres of diameter d is w/(ρ π d³/6)
+    /// spheres per kg). `cum`: cumulative number probabilities.
+    Discrete {
+        d: Vec<f64>,
+        cum: Vec<f64>,
+    },
+}
+
+impl Psd {
+    /// The discrete distribution of (diameter, mass fraction) pairs (validated: positive).
+    pub fn discrete(table: &[(f64, f64)]) -> Self {
+        let w: Vec<f64> = table.iter().map(|&(d, f)| f / (d * d * d)).collect();
+        let total: f64 = w.iter().sum();
+        let mut acc = 0.0;
+        let cum = w
+            .iter()
+            .map(|x| {
+                acc += x / total;
+                acc
+            })
+            .collect();
+        Psd::Discrete {
+            d: table.iter().map(|t| t.0).collect(),
+            cum,
+        }
+    }
+
+    /// Largest diameter it can draw.
+    pub fn max(&self) -> f64 {
+        match self {
+            Psd::Constant(d) => *d,
+            Psd::Uniform { max, .. } | Psd::Normal { max, .. } | Psd::LogNormal { max, .. } => *max,
+            Psd::Discrete { d, .. } => d.iter().copied().fold(0.0, f64::max),
+        }
+    }
+
+    /// Smallest diameter it can draw.
+    pub fn min(&self) -> f64 {
+        match self {
+            Psd::Constant(d) => *d,
+            Psd::Uniform { min, .. } | Psd::Normal { min, .. } | Psd::LogNormal { min, .. } => *min,
+            Psd::Discrete { d, .. } => d.iter().copied().fold(f64::INFINITY, f64::min),
+        }
+    }
+
+    /// A diameter from the uniforms `u(0), u(1), …` in [0, 1).
+    fn sample(&self, u: impl Fn(u64) -> f64) -> f64 {
+        // Box–Muller (Box & Muller 1958): z = sqrt(−2 ln u₁) cos 2π u₂, u₁ ∈ (0, 1]
+        let gauss = |j: u64| {
+            let u1 = 1.0 - u(2 * j);
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u(2 * j + 1)).cos()
+        };
+        let truncated = |f: &dyn Fn(f64) -> f64, min: f64, max: f64| {
+            (0..64)
+                .map(|j| f(gauss(j)))
+                .find(|d| (min..=max).contains(d))
+                .unwrap_or_else(|| f(gauss(0)).clamp(min, max))
+        };
+        match self {
+            Psd::Constant(d) => *d,
+            Psd::Uniform { min, max } => min + (max - min) * u(0),
+            Psd::Normal {
+                mean,
+                std,
+                min,
+                max,
+            } => truncated(&|z| mean + std * z, *min, *max),
+            Psd::LogNormal {
+                median,
+                sigma,
+                min,
+                max,
+            } => truncated(&|z| median * (sigma * z).exp(), *min, *max),
+            Psd::Discrete { d, cum } => {
+                let x = u(0);
+                let k = cum.iter().position(|&c| x < c).unwrap_or(d.len() - 1);
+                d[k]
+            }
+        }
+    }
+}
+
+/// How much an inlet inserts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rate {
+    /// kg/s from `start` to `stop`: inserts while the mass inserted is below rate × elapsed.
+    Mass(f64),
+    /// Spheres per second, likewise.
+    Count(f64),
+    /// This many spheres in all, as fast as the region allows.
+    Fill(u64),
+}
+
+#[derive(Clone, Debug)]
+pub struct Inlet {
+    pub name: String,
+    /// A box (the only region inlets take so far: `scene::flow_engines`).
+    pub lo: V3,
+    pub hi: V3,
+    pub material: u16,
+    pub density: f64,
+    pub psd: Psd,
+    pub rate: Rate,
+    pub velocity: V3,
+    pub start: f64,
+    pub stop: f64,
+    pub seed: u64,
+    /// Index among the scene's inlets (a key of the hash).
+    pub index: u64,
+    /// First gid of this inlet's range.
+    pub gid_base: u64,
+    /// Acts at the steps that are multiples of `every`.
+    pub every: u64,
+    /// Placement attempts per sphere before the inlet gives up for this step.
+    pub attempts: u64,
+    /// Twice the largest radius of the scene (initial spheres and every inlet): the reach of the
+    /// gathered neighbourhood and the cell of the overlap grid.
+    pub reach: f64,
+    /// Spheres inserted so far (their sequence numbers are 0..seq).
+    pub seq: u64,
+    /// Mass inserted so far, summed in sequence order (the same bits on every rank).
+    pub mass: f64,
+    /// Placement attempts so far (all spheres): attempt a of the hash is this counter, so a
+    /// sphere that found no room tries new places at the next action.
+    pub tries: u64,
+    /// The rate could not be met once already (warned).
+    pub warned: bool,
+}
+
+impl Inlet {
+    /// The region as a [`Region`] (documentation, tests).
+    pub fn region(&self) -> Region {
+        Region::Box {
+            lo: self.lo,
+            hi: self.hi,
+        }
+    }
+
+    /// It would insert at `step` (time `time`): a multiple of `every` with something wanted.
+    pub fn due(&self, step: u64, time: f64) -> bool {
+        step.is_multiple_of(self.every) && self.wants(time)
+    }
+
+    /// More spheres wanted at `time`.
+    fn wants(&self, time: f64) -> bool {
+        if time < self.start {
+            return false;
+        }
+        let elapsed = time.min(self.stop) - self.start;
+        match self.rate {
+            Rate::Mass(q) => self.mass < q * elapsed,
+            Rate::Count(q) => (self.seq as f64) < (q * elapsed).floor(),
+            Rate::Fill(n) => self.seq < n,
+        }
+    }
+
+    /// Uniform in [0, 1) keyed by (seed, inlet, sequence number, attempt, draw).
+    fn uniform(&self, seq: u64, attempt: u64, j: u64) -> f64 {
+        let h = splitmix(self.seed ^ splitmix(self.index.wrapping_add(0x1e7)));
+        let h = splitmix(h ^ seq);
+        let h = splitmix(h ^ (attempt << 16 | j));
+        crate::scene::gen::unit(h)
+    }
+
+    /// Insert the spheres wanted at `time` (collective: one all-gather). New spheres are
+    /// appended to this rank's owned particles where it owns their centre (no ghosts present).
+    /// Returns whether the rate was met (false: some sphere found no room).
+    pub fn act(
+        &mut self,
+        time: f64,
+        ps: &mut Particles,
+        dec: &Decomp,
+        comm: &Comm,
+        walls: &[Wall],
+    ) -> bool {
+        debug_assert_eq!(ps.n_ghosts(), 0);
+        let (glo, ghi) = (
+            self.lo.add_scalar(-self.reach),
+            self.hi.add_scalar(self.reach),
+        );
+        let mut mine = Vec::new();
+        for i in 0..ps.n_owned {
+            let p = ps.pos[i];
+            if (0..3).all(|a| p[a] >= glo[a] && p[a] <= ghi[a]) {
+                mine.extend([p.x, p.y, p.z, ps.radius[i]].map(f64::to_bits));
+            }
+        }
+        let all = comm.all_gather_varlen_u64s(&mine);
+        let mut near: Vec<(V3, f64)> = all
+            .chunks(4)
+            .map(|c| {
+                let f = |k: usize| f64::from_bits(c[k]);
+                (V3::new(f(0), f(1), f(2)), f(3))
+            })
+            .collect();
+        // cells of `reach` ≥ r₁ + r₂: an overlapping sphere lies in the 27 cells around
+        let h = self.reach;
+        let cell = |x: &V3| x.map(|c| (c / h).floor() as i64);
+        let mut grid: HashMap<[i64; 3], Vec<u32>> = HashMap::new();
+        for (k, (p, _)) in near.iter().enumerate() {
+            let c = cell(p);
+            grid.entry([c.x, c.y, c.z]).or_default().push(k as u32);
+        }
+        let mut met = true;
+        while self.wants(time) {
+            assert!(
+                self.seq < GID_STRIDE,
+                "inlet {}: 2^40 spheres inserted (its gid range is full)",
+                self.name
+            );
+            let seq = self.seq;
+            let r = 0.5 * self.psd.sample(|j| self.uniform(seq, u64::MAX, j));
+            let mut placed = None;
+            let first = self.tries;
+            for a in first..first + self.attempts {
+                self.tries += 1;
+                let c = V3::from_fn(|k, _| {
+                    self.lo[k]
+                        + r
+                        + (self.hi[k] - self.lo[k] - 2.0 * r) * self.uniform(seq, a, k as u64)
+                });
+                // clear of the walls (one-sided planes, normal towards the spheres)
+                if walls.iter().any(|w| (c - w.point).dot(&w.normal) < r) {
+                    continue;
+                }
+                let cc = cell(&c);
+                let mut free = true;
+                'cells: for dx in -1..=1 {
+                    for dy in -1..=1 {
+                        for dz in -1..=1 {
+                            let key = [cc.x + dx, cc.y + dy, cc.z + dz];
+                            for &k in grid.get(&key).map_or(&[][..], |v| &v[..]) {
+                                let (p, rp) = near[k as usize];
+                                if (c - p).norm_squared() < (r + rp) * (r + rp) {
+                                    free = false;
+                                    break 'cells;
+                                }
+                            }
+                        }
+                    }
+                }
+                if free {
+                    placed = Some(c);
+                    break;
+                }
+            }
+            let Some(c) = placed else {
+                met = false;
+                break;
+            };
+            let mut p = Particle::sphere(self.gid_base + seq, c, r, self.density, self.material);
+            p.vel = self.velocity;
+            grid.entry([cell(&c).x, cell(&c).y, cell(&c).z])
+                .or_default()
+                .push(near.len() as u32);
+            near.push((c, r));
+            self.seq += 1;
+            self.mass += p.mass;
+            if dec.owns(&c) {
+                ps.push_owned(&p);
+            }
+        }
+        if !met && !self.warned {
+            self.warned = true;
+            if comm.is_root() {
+                log::warn!(
+                    "inlet `{}`: no room for a sphere after {} attempts at t = {time:e} s: the \
+                     rate cannot be met (the achieved count and mass are in series.csv)",
+                    self.name,
+                    self.attempts
+                );
+            }
+        }
+        met
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discrete_psd_draws_by_number_fraction() {
+        // equal mass fractions of d and 2d: 8 times more small spheres by number
+        let p = Psd::discrete(&[(1.0, 0.5), (2.0, 0.5)]);
+        let n = 100_000;
+        let small = (0..n)
+            .filter(|&k| p.sample(|_| crate::scene::gen::unit(splitmix(k))) == 1.0)
+            .count();
+        let f = small as f64 / n as f64;
+        assert!((f - 8.0 / 9.0).abs() < 0.005, "{f}");
+    }
+
+    #[test]
+    fn truncated_normal_stays_in_bounds_with_its_mean() {
+        let p = Psd::Normal {
+            mean: 1.0,
+            std: 0.1,
+            min: 0.8,
+            max: 1.2,
+        };
+        let n = 20_000u64;
+        let mut s = 0.0;
+        for k in 0..n {
+            let d = p.sample(|j| crate::scene::gen::unit(splitmix(k * 1000 + j)));
+            assert!((0.8..=1.2).contains(&d));
+            s += d;
+        }
+        assert!((s / n as f64 - 1.0).abs() < 0.005);
+    }
+}

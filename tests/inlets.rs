@@ -1,0 +1,192 @@
+//! Inlets (issue 22): reproducible placement without overlap, gids from (inlet, sequence
+//! number) identical on any rank count, the requested mass rate, particle count = initial +
+//! inserted − removed at every series row, bitwise reproducible mode with an inlet and an
+//! outlet on 1–4 ranks and 2 × 2 threads, and a restart mid-fill.
+
+mod support;
+
+use support::*;
+
+/// Zero gravity, zero velocities: 27 lattice spheres (r = 4 mm) inside a 6 cm box that an
+/// inlet fills with 200 spheres of diameters U(4, 8) mm. Nothing moves unless two spheres
+/// overlap, so zero final velocities prove that no inserted sphere ever overlapped another.
+const FILL: &str = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.5, density: 2500.0)],
+    spheres: [Lattice(material: "g", spacing: 0.02, counts: (3, 3, 3), radius: 0.004, seed: 1)],
+    dt: Fixed(1e-5), skin: 0.001, run: Steps(200),
+    domain: Domain(lo: (-0.01, -0.01, -0.01), hi: (0.08, 0.08, 0.08)),
+    output: Output(series_every: 10, snapshot_every: 200),
+    inlets: [Inlet(name: "box", region: Box(lo: (0.0, 0.0, 0.0), hi: (0.06, 0.06, 0.06)), material: "g",
+                   psd: Uniform(0.004, 0.008), rate: Fill(200), every: 10, seed: 7)],
+)"#;
+
+/// 64 lattice spheres and an inlet of 0.1 kg/s (diameters normal 8 ± 1 mm in [6, 10] mm,
+/// ρ 2500 kg/m³) falling under gravity into an outlet (z < 5 cm), 1 s of simulated time.
+const POUR: &str = r#"Scene(
+    materials: [Frict(name: "g", young: 1e6, poisson: 0.25, friction_angle: 0.5, density: 2500.0)],
+    spheres: [Lattice(material: "g", spacing: 0.025, counts: (4, 4, 4), radius: 0.004, seed: 1, origin: (0.01, 0.01, 0.3))],
+    gravity: (0.0, 0.0, -9.81),
+    dt: Fixed(1e-4), skin: 0.001, run: Time(1.0),
+    domain: Domain(lo: (-0.01, -0.01, -0.01), hi: (0.11, 0.11, 0.5)),
+    output: Output(series_every: 500, snapshot_every: 5000),
+    checkpoint: (every: 5000, keep: 3),
+    inlets: [Inlet(name: "top", region: Box(lo: (0.0, 0.0, 0.4), hi: (0.1, 0.1, 0.48)), material: "g",
+                   psd: Normal(0.008, 0.001, 0.006, 0.01), rate: Mass(0.1), every: 10, seed: 3,
+                   velocity: (0.0, 0.0, -0.5))],
+    outlets: [Outlet(name: "bottom", region: HalfSpace(point: (0.0, 0.0, 0.05), normal: (0.0, 0.0, -1.0)), every: 10)],
+)"#;
+
+fn col(series: &str, name: &str) -> Vec<f64> {
+    let mut lines = series.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let k = head
+        .iter()
+        .position(|h| *h == name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    lines
+        .map(|l| l.split(',').nth(k).unwrap().parse().unwrap())
+        .collect()
+}
+
+fn run(tmp: &TempDir, scene: &str, ranks: usize, threads: usize, out: &str) -> String {
+    std::fs::write(tmp.0.join("scene.ron"), scene).unwrap();
+    let dir = tmp.0.join(out);
+    let args = [
+        "--reproducible",
+        "--out",
+        dir.to_str().unwrap(),
+        "scene.ron",
+    ];
+    let o = demhpc(ranks, threads, &args, &tmp.0);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    std::fs::read_to_string(dir.join("series.csv")).unwrap()
+}
+
+fn f(bits: u64) -> f64 {
+    f64::from_bits(bits)
+}
+
+/// On 1, 2, 3, 4 ranks: 27 + 200 spheres with gids 0..227 (the inlet's range starts after the
+/// initial spheres), positions and radii bit-identical to 1 rank's, every velocity exactly 0
+/// (no contact force ever: no overlap at insertion), every pair apart (gap ≥ 0), every
+/// inserted sphere inside the box with its diameter in [4, 8] mm; the count column is
+/// 27 + inserted at every row.
+#[test]
+fn fill_places_without_overlap_with_the_same_ids_on_any_rank_count() {
+    let tmp = TempDir::new("inlet_fill");
+    let mut first: Option<State> = None;
+    for r in [1, 2, 3, 4] {
+        let out = format!("o{r}");
+        let series = run(&tmp, FILL, r, 1, &out);
+        let (n, ins) = (col(&series, "n_particles"), col(&series, "inlet_box_count"));
+        for (a, b) in n.iter().zip(&ins) {
+            assert_eq!(*a, 27.0 + b, "{r} ranks: count column");
+        }
+        assert_eq!(*ins.last().unwrap(), 200.0);
+        let st = read_state(&tmp.0.join(format!("{out}/snapshots/snap_000000200.h5")));
+        assert_eq!(st.gid, (0..227).collect::<Vec<u64>>(), "{r} ranks: gids");
+        assert!(
+            st.vel.iter().all(|&v| f(v) == 0.0),
+            "{r} ranks: a sphere moved"
+        );
+        let n = st.gid.len();
+        let pos = |i: usize| [0, 1, 2].map(|k| f(st.pos[3 * i + k]));
+        let mut min_gap = f64::INFINITY;
+        for i in 0..n {
+            for j in i + 1..n {
+                let (a, b) = (pos(i), pos(j));
+                let d =
+                    ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt();
+                min_gap = min_gap.min(d - f(st.radius[i]) - f(st.radius[j]));
+            }
+        }
+        eprintln!("{r} ranks: smallest gap {min_gap:e} m");
+        assert!(min_gap >= 0.0, "{r} ranks: overlap {min_gap:e} m");
+        for i in 27..n {
+            let (p, rad) = (pos(i), f(st.radius[i]));
+            assert!((0.002..=0.004).contains(&rad), "radius {rad}");
+            assert!(p.iter().all(|&x| x - rad >= 0.0 && x + rad <= 0.06));
+        }
+        match &first {
+            None => first = Some(st),
+            Some(s0) => assert!(st == *s0, "{r} ranks: state differs from 1 rank"),
+        }
+    }
+}
+
+/// The inlet delivers 0.1 kg/s: at t = 1 s the mass inserted is within 1 % of 0.1 kg, and at
+/// every row (every 10 steps: every action of the inlet and the outlet) it lies between
+/// rate × (time of the last action) and that plus one largest sphere; particles = 64 +
+/// inserted − removed at every row.
+#[test]
+fn inlet_delivers_the_requested_mass_rate() {
+    let tmp = TempDir::new("inlet_rate");
+    let scene = POUR.replace("series_every: 500", "series_every: 10");
+    let series = run(&tmp, &scene, 1, 1, "o");
+    assert_eq!(series.lines().count(), 1001);
+    let t = col(&series, "time_s");
+    let m = col(&series, "inlet_top_mass_kg");
+    let n = col(&series, "n_particles");
+    let ins = col(&series, "inlet_top_count");
+    let del = col(&series, "outlet_bottom_count");
+    let m_max = 4.0 / 3.0 * std::f64::consts::PI * 0.005f64.powi(3) * 2500.0;
+    for k in 0..t.len() {
+        assert_eq!(n[k], 64.0 + ins[k] - del[k], "row {k}: count");
+        // the last action was at the step before the row's, a multiple of 10 (dt 1e-4 s)
+        let last = t[k] - 1e-3;
+        assert!(
+            m[k] >= 0.1 * last - 1e-12 && m[k] < 0.1 * last + m_max,
+            "row {k}: {} kg at t = {} s",
+            m[k],
+            t[k]
+        );
+    }
+    let (t1, m1) = (*t.last().unwrap(), *m.last().unwrap());
+    eprintln!("{m1} kg in {t1} s; {} removed", del.last().unwrap());
+    assert!((t1 - 1.0).abs() < 1e-9);
+    assert!((m1 - 0.1).abs() / 0.1 < 0.01, "{m1} kg inserted in 1 s");
+    assert!(*del.last().unwrap() > 50.0, "the outlet removed too few");
+}
+
+/// Reproducible mode with the inlet and the outlet acting: the final state and the series are
+/// bit-identical on 1, 2, 3, 4, 8 ranks and 2 ranks × 2 threads; a restart from the checkpoint
+/// at t = 0.5 s (mid-fill, mid-discharge) on 2 ranks continues bitwise.
+#[test]
+fn inlet_and_outlet_are_bitwise_across_ranks_and_restart() {
+    let tmp = TempDir::new("inlet_bitwise");
+    let mut first: Option<(State, String)> = None;
+    for (r, t) in [(1, 1), (2, 1), (3, 1), (4, 1), (8, 1), (2, 2)] {
+        let out = format!("o{r}_{t}");
+        let series = run(&tmp, POUR, r, t, &out);
+        let st = read_state(&tmp.0.join(format!("{out}/snapshots/snap_000010000.h5")));
+        eprintln!(
+            "{r} × {t}: {} particles, hash {:016x}",
+            st.gid.len(),
+            hash(&st)
+        );
+        match &first {
+            None => first = Some((st, series)),
+            Some((s0, c0)) => {
+                assert_eq!(st.gid, s0.gid, "{r} × {t}: gids differ");
+                assert!(st == *s0, "{r} × {t}: state differs");
+                assert_eq!(series, *c0, "{r} × {t}: series differs");
+            }
+        }
+    }
+    let (s0, c0) = first.unwrap();
+    let ck = tmp.0.join("o1_1/checkpoints/ckpt_0000005000.h5");
+    let o = demhpc(
+        2,
+        1,
+        &["--restart", ck.to_str().unwrap(), "--reproducible"],
+        &tmp.0,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let st = read_state(&tmp.0.join("o1_1/snapshots/snap_000010000.h5"));
+    assert!(
+        st == s0,
+        "restart on 2 ranks differs from the uninterrupted run"
+    );
+    let c = std::fs::read_to_string(tmp.0.join("o1_1/series.csv")).unwrap();
+    assert_eq!(c, c0, "restart: series differs");
+}
