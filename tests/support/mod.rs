@@ -180,3 +180,36 @@ pub fn json_num(t: &str, key: &str, from: usize) -> f64 {
     let end = rest.find([',', '}', '\n']).unwrap();
     rest[..end].trim().parse().unwrap()
 }
+
+/// The reproducible-mode check of the flow tests: `run(ranks, threads, out)` runs one layout
+/// into directory `out` and returns its final state and series.csv; every layout must give
+/// the bits of the first, which is returned.
+pub fn same_bits_on_layouts(
+    layouts: &[(usize, usize)],
+    mut run: impl FnMut(usize, usize, &str) -> (State, String),
+) -> (State, String) {
+    let mut first: Option<(State, String)> = None;
+    for &(r, t) in layouts {
+        let (st, series) = run(r, t, &format!("o{r}_{t}"));
+        eprintln!(
+            "{r} × {t}: {} particles, hash {:016x}",
+            st.gid.len(),
+            hash(&st)
+        );
+        match &first {
+            None => first = Some((st, series)),
+            Some((s0, c0)) => {
+                assert_eq!(
+                    st.gid, s0.gid,
+                    "{r} × {t}: other particles than on the first layout"
+                );
+                assert!(st == *s0, "{r} × {t}: state differs from the first layout");
+                assert_eq!(
+                    series, *c0,
+                    "{r} × {t}: series differs from the first layout"
+                );
+            }
+        }
+    }
+    first.expect("at least one layout")
+}
