@@ -34,22 +34,12 @@ fn hooke_settle_follows_lammps_kinetic_energy() {
     );
     let mut s = sim(&scene);
     assert_eq!(s.n_global(), 8000);
-    let reference =
-        std::fs::read_to_string(root.join("tests/data/lammps_hooke_settle_ke.csv")).unwrap();
-    let mut step = 0;
     let mut worst: f64 = 0.0;
-    for line in reference
-        .lines()
-        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
-    {
-        let v: Vec<f64> = line.split(',').map(|x| x.parse().unwrap()).collect();
-        let (at, ke_t, ke_r) = (v[0] as u64, v[1], v[2]);
-        steps(&mut s, at - step);
-        step = at;
-        let (t, r) = s.ps.kinetic_energy();
+    let csv = root.join("tests/data/lammps_hooke_settle_ke.csv");
+    let step = follow_ke_reference(&mut s, &csv, |at, (t, r), (ke_t, ke_r)| {
         if at == 0 {
             assert_eq!(t + r, 0.0);
-            continue;
+            return;
         }
         let d = rel(t + r, ke_t + ke_r);
         eprintln!(
@@ -64,7 +54,7 @@ fn hooke_settle_follows_lammps_kinetic_energy() {
             t + r,
             ke_t + ke_r
         );
-    }
+    });
     assert_eq!(step, 6000);
     eprintln!("largest relative KE difference {worst:.2e}");
     std::fs::remove_dir_all(&dir).ok();

@@ -678,20 +678,11 @@ fn drum_follows_liggghts_kinetic_energy() {
     let scene = Scene::parse(&text, &path).unwrap_or_else(|e| panic!("{e}"));
     let mut s = Simulation::new(scene).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(s.n_global(), 4720);
-    let reference = std::fs::read_to_string(root.join("tests/data/liggghts_drum_ke.csv")).unwrap();
-    let mut step = 0;
     let (mut worst_t, mut worst_r) = (0.0f64, 0.0f64);
-    for line in reference
-        .lines()
-        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
-    {
-        let v: Vec<f64> = line.split(',').map(|x| x.parse().unwrap()).collect();
-        let (at, ke_t, ke_r) = (v[0] as u64, v[1], v[2]);
-        steps(&mut s, at - step);
-        step = at;
-        let (t, r) = s.ps.kinetic_energy();
+    let csv = root.join("tests/data/liggghts_drum_ke.csv");
+    let step = follow_ke_reference(&mut s, &csv, |at, (t, r), (ke_t, ke_r)| {
         if at == 0 {
-            continue;
+            return;
         }
         let dt = rel(t, ke_t);
         eprintln!("step {at}: KE trans {t:.6e} vs LIGGGHTS {ke_t:.6e}, rot {r:.4e} vs {ke_r:.4e}");
@@ -705,7 +696,7 @@ fn drum_follows_liggghts_kinetic_energy() {
             assert!(dr < 0.05, "step {at}: rotational KE {r} vs LIGGGHTS {ke_r}");
             worst_r = worst_r.max(dr);
         }
-    }
+    });
     assert_eq!(step, 2000);
     eprintln!(
         "largest relative differences: translational {worst_t:.2e}, rotational {worst_r:.2e}"
