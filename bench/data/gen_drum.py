@@ -24,6 +24,8 @@ by a few millimetres.
 import math
 import sys
 
+from gen_settle import LCG  # the MMIX generator of the settle set-up (same stream)
+
 R = 0.05          # drum radius to the vertices [m]
 L = 0.03          # drum length [m]
 SEGMENTS = 96     # faces around
@@ -33,16 +35,6 @@ J = 0.05e-3       # jitter [m]
 A = 3.5e-3        # FCC nearest-neighbour distance [m]
 RHO = 2500.0      # glass [kg/m^3]
 SEED = 20240601
-MASK = (1 << 64) - 1
-
-
-class LCG:
-    def __init__(self, seed):
-        self.s = seed & MASK
-
-    def u(self):
-        self.s = (6364136223846793005 * self.s + 1442695040888963407) & MASK
-        return (self.s >> 11) / float(1 << 53)
 
 
 def lattice_points():
