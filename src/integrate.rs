@@ -166,6 +166,31 @@ pub struct Advance<'a> {
     damp_gravity: bool,
     kernel: Kernel,
     want_box: bool,
+    /// The deforming cell's homothetic motion (issue 23), if any.
+    affine: Option<Affine>,
+}
+
+/// The mean-field motion of a deforming periodic cell over one step (seed 001 "Deformations
+/// handling", digest A11.1; issue 23). Velocities are fluctuations v′ about the mean field
+/// L (x − o): each particle moves by D (x − o) + v′ Δt with D = exp(L Δt) − I, the cell by
+/// H ← H + D H (`cell::Cell::advance`), so a lattice with v′ = 0 follows the cell
+/// (homothetic displacement). In total velocities V = v′ + L (x − o) this is Yade's default
+/// `homoDeform` 2: V jumps by ΔL (x − o) when L changes and gains the convective L₋ V Δt
+/// (worked out in docs/ARCHITECTURE.md "Deforming periodic cell").
+#[derive(Clone, Copy, Debug)]
+pub struct Affine {
+    /// D = exp(L Δt) − I of this step (`cell::step_map`): x += D (x − o).
+    pub step_map: crate::M3,
+    /// The change of the mean spin (the skew part of ΔL) added to the angular velocities
+    /// when L changed (velocity mode; Yade NewtonIntegrator `dSpin`).
+    pub dspin: Option<V3>,
+    /// The map of the reference positions to now, x ↦ o + A (x − o) with A = H₊₁ H_ref⁻¹: the
+    /// Verlet displacements are measured from the reference positions carried by the mean
+    /// field, so a homothetic motion triggers no rebuild by itself (`collide::still_valid`
+    /// bounds the stretch of the pairs apart).
+    pub a: crate::M3,
+    /// The cell's origin o.
+    pub o: V3,
 }
 
 // SAFETY: the raw pointers are used for disjoint ranges only (`Advance::range`'s contract).
@@ -208,7 +233,14 @@ impl<'a> Advance<'a> {
             damp_gravity: true,
             kernel: Kernel::detect(),
             want_box,
+            affine: None,
         }
+    }
+
+    /// Move the particles with a deforming cell's mean field too ([`Affine`]).
+    pub fn affine(mut self, a: Option<Affine>) -> Self {
+        self.affine = a;
+        self
     }
 
     /// Whether gravity is damped with the contact forces (default true, as Yade's
@@ -243,6 +275,7 @@ impl<'a> Advance<'a> {
         let mut t = [V3::zeros(); LANES];
         let mut d2 = [0.0; LANES];
         let mut trig = [false; LANES];
+        let mut moved_ref = [V3::zeros(); LANES];
         for b0 in (0..len).step_by(LANES) {
             let n = LANES.min(len - b0);
             let p0 = r.start + b0;
@@ -266,6 +299,12 @@ impl<'a> Advance<'a> {
                     }
                 }
             }
+            let mut refs = &self.reference[p0..p0 + n];
+            if let Some(af) = &self.affine {
+                let (xb, wb) = (&mut x[b0..b0 + n], &mut w[b0..b0 + n]);
+                affine_block(af, xb, wb, refs, &mut moved_ref);
+                refs = &moved_ref[..n];
+            }
             let blk = Block {
                 x: &mut x[b0..b0 + n],
                 v: &mut v[b0..b0 + n],
@@ -276,7 +315,7 @@ impl<'a> Advance<'a> {
                 mass: &self.mass[p0..p0 + n],
                 inertia: &self.inertia[p0..p0 + n],
                 blocked: &self.blocked[p0..p0 + n],
-                reference: &self.reference[p0..p0 + n],
+                reference: refs,
                 d2: &mut d2[..n],
                 trig: &mut trig[..n],
             };
@@ -289,12 +328,7 @@ impl<'a> Advance<'a> {
             }
             dmax = max_of(dmax, &d2[..n]);
             if self.want_box {
-                box_of(
-                    &mut lo,
-                    &mut hi,
-                    &x[b0..b0 + n],
-                    &self.reference[p0..p0 + n],
-                );
+                box_of(&mut lo, &mut hi, &x[b0..b0 + n], refs);
             }
         }
         Moved {
@@ -302,6 +336,21 @@ impl<'a> Advance<'a> {
             lo,
             hi,
         }
+    }
+}
+
+/// The mean-field part of one block's step ([`Affine`]): the spin jump, the homothetic
+/// displacement D (x − o), and the block's reference positions carried by the mean field into
+/// `moved_ref`.
+#[inline]
+fn affine_block(af: &Affine, x: &mut [V3], w: &mut [V3], refs: &[V3], moved_ref: &mut [V3]) {
+    for k in 0..x.len() {
+        let r = x[k] - af.o;
+        if let Some(ds) = af.dspin {
+            w[k] += ds;
+        }
+        x[k] += af.step_map * r;
+        moved_ref[k] = af.o + af.a * (refs[k] - af.o);
     }
 }
 
@@ -524,13 +573,15 @@ pub fn leapfrog<F>(
     damp_gravity: bool,
     record_force: bool,
     want_box: bool,
+    affine: Option<Affine>,
     contacts: F,
 ) -> Moved
 where
     F: Fn(usize, &mut [V3], &mut [V3]) + Sync,
 {
     let lf = Advance::new(ps, reference, dt, lambda, g, record_force, want_box)
-        .damp_gravity(damp_gravity);
+        .damp_gravity(damp_gravity)
+        .affine(affine);
     (0..lf.chunks())
         .into_par_iter()
         // SAFETY: the chunks are disjoint.
@@ -597,6 +648,7 @@ mod tests {
                     damp_gravity,
                     true,
                     false,
+                    None,
                     |_, f, t| {
                         f.fill(V3::zeros());
                         t.fill(V3::zeros());

@@ -4,6 +4,7 @@
 //! loop. MPI is touched only in [`domain`], HDF5 only in [`io`], so the physics can be driven by unit
 //! tests without `mpirun`. See `docs/ARCHITECTURE.md`.
 
+pub mod cell;
 pub mod collide;
 pub mod contact;
 pub mod domain;
@@ -30,3 +31,5 @@ pub use sim::Simulation;
 pub type V3 = nalgebra::Vector3<f64>;
 /// Orientation of a body (local → global).
 pub type Quat = nalgebra::UnitQuaternion<f64>;
+/// 3×3 matrix of `f64` (cell matrices, velocity gradients, stress tensors).
+pub type M3 = nalgebra::Matrix3<f64>;

@@ -8,6 +8,7 @@ use crate::io::snapshot::SnapshotWriter;
 use crate::scene::Scene;
 use crate::signals;
 use crate::sim::Simulation;
+use crate::V3;
 use log::{error, info, warn};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -279,10 +280,13 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let n_meshes = sim.meshes.meshes.len();
     let outlets = sim.flow.as_ref().map(|f| f.columns());
     let outlets = outlets.as_deref();
+    let has_cell = sim.cell.is_some();
     let series = match (root, opts.restart.is_some()) {
-        (true, false) => Series::create(&series_path, n_walls, n_meshes, outlets).map(Some),
+        (true, false) => {
+            Series::create(&series_path, n_walls, n_meshes, outlets, has_cell).map(Some)
+        }
         (true, true) => {
-            Series::resume(&series_path, n_walls, n_meshes, outlets, sim.step).map(Some)
+            Series::resume(&series_path, n_walls, n_meshes, outlets, has_cell, sim.step).map(Some)
         }
         (false, _) => Ok(None),
     };
@@ -405,11 +409,13 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 last_ckpt_time = Instant::now();
             }
             if finished {
-                if root {
+                if root && sim.strainer.is_some() {
                     info!(
                         "strainer: stress fell below the stop fraction of the peak at step {}",
                         sim.step
                     );
+                } else if root {
+                    info!("cell: the last stage ended at step {}", sim.step);
                 }
                 break;
             }
@@ -763,13 +769,22 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
             info.format_version
         );
     }
+    // a deforming cell at its shape of the last rebuild: its reference positions are cut
+    // through that cell's frame
+    sim.prepare_cell_restart(&info.engines);
     restart_cuts(&mut sim, path, &info)?;
     let dec = sim.dec.clone();
+    let (cell, periodic) = (sim.domain.cell.clone(), sim.domain.periodic);
+    let owns = |x: &V3| match cell.deformed {
+        false => dec.owns(x),
+        true => dec.owns(&cell.frame_image(x, cell.home(x, periodic), periodic)),
+    };
     // only the writers' blocks near this subdomain (the checkpoint's index): a contact's two
-    // particles lay within the halo of each other at the last rebuild
+    // particles lay within the halo of each other at the last rebuild. A deformed cell never
+    // wraps positions (the boxes are of unwrapped positions): every block is read.
     let want = checkpoint::Wanted {
-        owns: &|x| dec.owns(x),
-        near: &|lo, hi, m| dec.may_reach(lo, hi, m),
+        owns: &owns,
+        near: &|lo, hi, m| cell.deformed || dec.may_reach(lo, hi, m),
         reach: sim.halo() * 1.01,
     };
     let restored = checkpoint::read_local(path, &info, &limits, &want);
@@ -810,7 +825,13 @@ fn restart_cuts(
             sim.apply_cuts(cuts)?;
         }
         _ if sim.balance.enabled && sim.dec.n_ranks() > 1 => {
-            let share = checkpoint::read_ref_pos_share(path, info, &sim.comm)?;
+            let mut share = checkpoint::read_ref_pos_share(path, info, &sim.comm)?;
+            let (cell, periodic) = (&sim.domain.cell, sim.domain.periodic);
+            if cell.deformed {
+                for x in share.iter_mut() {
+                    *x = cell.frame_image(x, cell.home(x, periodic), periodic);
+                }
+            }
             let cost = vec![crate::domain::balance::PARTICLE; share.len()];
             let mut hist = Vec::new();
             let cuts = sim.balanced_cuts(&mut hist, &share, &cost, true);

@@ -13,6 +13,7 @@ use crate::domain::decomp::{self, Decomp};
 use crate::domain::exact::ExactSum;
 use crate::domain::halo::Halo;
 use crate::domain::Domain;
+use crate::engines::cell::CellEngine;
 use crate::engines::strainer::UniaxialStrainer;
 use crate::error::{Error, Result};
 use crate::forces::ForceSlots;
@@ -22,7 +23,7 @@ use crate::mesh::MeshSet;
 use crate::particles::{Particles, PermuteScratch, BLOCK_ALL};
 use crate::scene::schema::BalanceSpec;
 use crate::scene::Scene;
-use crate::V3;
+use crate::{M3, V3};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -65,6 +66,8 @@ pub struct Stats {
     /// Per flow engine (`Flow::columns`): particles and mass removed (outlets) or inserted
     /// (inlets) so far.
     pub flow: Vec<(u64, f64)>,
+    /// The deforming cell's columns (scenes with a `cell`).
+    pub cell: Option<crate::engines::cell::CellRow>,
 }
 
 /// One rank's share of a checkpoint, as `io::checkpoint` reads it.
@@ -133,6 +136,9 @@ struct EngineState {
     /// Inlet/outlet counters (scenes with flow engines; absent otherwise: serde default).
     #[serde(default)]
     flow: Option<crate::engines::FlowState>,
+    /// The deforming cell: H, gradients, servo (scenes with a `cell`; serde default).
+    #[serde(default)]
+    cell: Option<crate::engines::cell::CellState>,
 }
 
 #[derive(Clone)]
@@ -200,6 +206,9 @@ pub struct Simulation {
     /// Particle sources and sinks (outlets) acting at the `pre_exchange` hook of a rebuild
     /// (`engines`); `None` without any.
     pub flow: Option<crate::engines::Flow>,
+    /// The deforming periodic cell (issue 23): its gradient moves `domain.cell` and the mean
+    /// field; `None` for a static box.
+    pub cell: Option<CellEngine>,
     /// Extra candidate distance for CPM links: (R_I − 1)·2 r_max (0 otherwise).
     reach_extra: f64,
     grid: CellGrid,
@@ -218,7 +227,7 @@ pub struct Simulation {
     reference: Vec<V3>,
     wall_ref: Vec<V3>,
     perm: Vec<u32>,
-    sort_scratch: [Vec<u32>; 3],
+    sort_scratch: collide::OrderScratch,
     scratch: PermuteScratch,
     need_rebuild: bool,
     /// The next step's integrator returns the box of the displacements (see `advance`).
@@ -233,6 +242,8 @@ pub struct Simulation {
     /// Scratch of the balancing: modelled cost per owned particle, and a cost histogram.
     cost: Vec<u64>,
     hist: Vec<i64>,
+    /// Scratch: owned positions in the decomposition frame of a deformed cell.
+    frame_pos: Vec<V3>,
     /// Scratch of the reproducible mode's pair order ([`canonical_order`]).
     canon: Canon,
 }
@@ -497,7 +508,7 @@ impl Simulation {
         }
         if moved {
             self.dec
-                .check_halo(self.halo)
+                .check_halo3(self.frame_halo())
                 .map_err(|e| Error::Runtime(format!("load balancing: {e}")))?;
             self.n_balances += 1;
         }
@@ -553,9 +564,19 @@ impl Simulation {
             return Ok(false);
         }
         let mut hist = std::mem::take(&mut self.hist);
-        let pos = &self.ps.pos[..self.ps.n_owned];
+        // a deformed cell is cut in its reference frame (`Cell::frame`)
+        let mut frame = std::mem::take(&mut self.frame_pos);
+        let pos = match self.domain.cell.deformed {
+            false => &self.ps.pos[..self.ps.n_owned],
+            true => {
+                frame.clear();
+                frame.extend((0..self.ps.n_owned).map(|i| self.domain.frame_of(&self.ps, i)));
+                &frame[..]
+            }
+        };
         let cuts = self.balanced_cuts(&mut hist, pos, &self.cost, false);
         self.hist = hist;
+        self.frame_pos = frame;
         self.apply_cuts(cuts)
     }
 
@@ -616,6 +637,8 @@ impl Simulation {
             }
         };
         let dec = Decomp::new(dims, comm.coords(), d.periodic, d.lo, d.hi, bb_lo, bb_hi);
+        // the cell engine starts from the box (`domain` moves into the simulation below)
+        let h0 = d.cell.h;
         dec.check_halo(halo)?;
         let mut mine = match populate {
             true => create_owned(&scene, &dec, &comm)?,
@@ -664,6 +687,10 @@ impl Simulation {
             strainer,
             strainer_wanted: scene.strainer.is_some(),
             flow: crate::engines::Flow::new(scene.flow),
+            cell: scene.cell.map(|mut c| {
+                c.h_ref = h0;
+                c
+            }),
             reach_extra,
             grid: CellGrid::default(),
             wall_cands: Vec::new(),
@@ -683,6 +710,7 @@ impl Simulation {
             imbalance: 1.0,
             cost: Vec::new(),
             hist: Vec::new(),
+            frame_pos: Vec::new(),
             canon: Canon::default(),
         })
     }
@@ -745,8 +773,21 @@ impl Simulation {
             .ok()
             .and_then(|e| e.mesh_ref_time);
         self.meshes.set_time(mesh_ref.unwrap_or(r.time));
+        // a deforming cell at its shape of the last rebuild too (`prepare_cell_restart` put it
+        // there), the owned particles at their home images then, as the rebuild gave them
+        let cell_state = ron::from_str::<EngineState>(&r.engines)
+            .ok()
+            .and_then(|e| e.cell);
+        if cell_state.is_some() {
+            self.domain.wrap_owned(&mut self.ps);
+        }
         self.rebuild_structure(true);
         self.meshes.set_time(r.time);
+        if let (Some(c), Some(st)) = (&mut self.cell, &cell_state) {
+            c.restore(st, &mut self.domain.cell);
+            self.pairs.refresh_shifts(&self.domain.cell);
+            self.pairs.grad = c.contact_gradient().filter(|_| r.step > 0);
+        }
         for i in 0..n {
             let g = self.ps.gid[i];
             let k = current
@@ -757,8 +798,18 @@ impl Simulation {
         self.refresh_ghosts();
         self.wall_ref = r.wall_ref;
         self.need_rebuild = r.need_rebuild;
-        // `want_box` as the checkpointed step set it (the same maximum: the same rebuild steps).
-        let d2 = integrate::Moved::between(&self.ps.pos[..n], &self.reference).d2max;
+        // `want_box` as the checkpointed step set it (the same maximum: the same rebuild steps),
+        // a deforming cell's displacements measured from the references its mean field
+        // carried (`integrate::Affine`: the same operations, the same bits)
+        let carried: Vec<V3> = match &self.cell {
+            Some(c) => {
+                let a = self.domain.cell.h * c.h_ref.try_inverse().unwrap_or(M3::identity());
+                let o = self.domain.cell.origin;
+                self.reference.iter().map(|r| o + a * (r - o)).collect()
+            }
+            None => self.reference.clone(),
+        };
+        let d2 = integrate::Moved::between(&self.ps.pos[..n], &carried).d2max;
         let d2 = self.comm.max_f64(d2);
         self.want_box = !self.need_rebuild && collide::box_wanted(d2, self.skin);
         self.n_rebuilds = r.n_rebuilds;
@@ -766,6 +817,12 @@ impl Simulation {
     }
 
     /// The halo: 2 r_max + skin (+ the CPM reach), how far ghosts and candidate pairs reach.
+    /// The halo in the decomposition frame along each axis (`Cell::frame_distance`: the
+    /// halo itself until the cell deforms).
+    pub fn frame_halo(&self) -> [f64; 3] {
+        std::array::from_fn(|a| self.domain.cell.frame_distance(a, self.halo))
+    }
+
     pub fn halo(&self) -> f64 {
         self.halo
     }
@@ -797,6 +854,7 @@ impl Simulation {
             && self.strainer.is_none()
             && self.meshes.is_empty()
             && self.flow.is_none()
+            && self.cell.is_none()
         {
             return String::new();
         }
@@ -806,6 +864,7 @@ impl Simulation {
             strainer: self.strainer.clone(),
             mesh_ref_time: (!self.meshes.is_empty()).then(|| self.meshes.ref_time()),
             flow: self.flow.as_ref().map(|f| f.state()),
+            cell: self.cell.as_ref().map(|c| c.state(&self.domain.cell)),
         };
         ron::to_string(&e).unwrap_or_default()
     }
@@ -813,9 +872,14 @@ impl Simulation {
     /// Inverse of [`Simulation::engine_state`].
     pub fn set_engine_state(&mut self, s: &str) -> Result<()> {
         if s.is_empty() {
-            if self.cpm.is_some() || self.strainer.is_some() || self.flow.is_some() {
+            if self.cpm.is_some()
+                || self.strainer.is_some()
+                || self.flow.is_some()
+                || self.cell.is_some()
+            {
                 return Err(Error::Input(
-                    "the checkpoint holds no CPM/strainer/flow state but the scene has them".into(),
+                    "the checkpoint holds no CPM/strainer/flow/cell state but the scene has them"
+                        .into(),
                 ));
             }
             return Ok(());
@@ -849,6 +913,15 @@ impl Simulation {
                 ))
             }
         }
+        match (&mut self.cell, &e.cell) {
+            (Some(c), Some(s)) => c.restore(s, &mut self.domain.cell),
+            (None, None) => {}
+            _ => {
+                return Err(Error::Input(
+                    "the checkpoint and the scene disagree about the deforming cell".into(),
+                ))
+            }
+        }
         Ok(())
     }
 
@@ -856,6 +929,7 @@ impl Simulation {
     /// sums only).
     pub fn finished(&self) -> bool {
         self.strainer.as_ref().is_some_and(|s| s.done)
+            || self.cell.as_ref().is_some_and(|c| c.finished())
     }
 
     /// Ask for a rebuild at the next step (e.g. after changing particles by hand).
@@ -926,6 +1000,7 @@ impl Simulation {
                 step: self.step,
             }));
         }
+        self.flip_cell()?;
         self.domain.wrap_owned(&mut self.ps);
         self.balance_rebuild()?;
         self.pre_exchange()?;
@@ -933,6 +1008,7 @@ impl Simulation {
         self.halo_ex.migrate(
             &self.comm,
             &self.dec,
+            &self.domain,
             &mut self.ps,
             &mut self.pairs,
             &mut self.wall_pairs,
@@ -985,14 +1061,14 @@ impl Simulation {
         // touch look for a history (PairList::merge). CPM links act apart.
         let near_only = !restoring && self.cpm.is_none();
         self.sort_owned();
-        let cell = self.domain.size();
+        let cell = &self.domain.cell;
         let tc = Instant::now();
         self.halo_ex
-            .build_ghosts(&self.comm, &self.dec, &mut self.ps, &cell, self.halo);
+            .build_ghosts(&self.comm, &self.dec, &mut self.ps, &self.domain, self.halo);
         self.timers.comm += tc.elapsed();
         let ps = &self.ps;
         let reach = self.skin + self.reach_extra;
-        let cands = collide::sphere_candidate_chunks(ps, reach, &cell, &mut self.grid);
+        let cands = collide::sphere_candidate_chunks(ps, reach, cell, &mut self.grid);
         self.halo_ex.self_origins(&self.dec, ps, &mut self.origin);
         collide::drop_image_twins(cands, ps.n_owned, &self.origin);
         // Debug builds check that no contact touching an owned particle was dropped.
@@ -1021,7 +1097,7 @@ impl Simulation {
                 &mut self.canon,
             );
         }
-        self.pairs.set_shifts(&ps.image, &ps.radius, &cell);
+        self.pairs.set_shifts(&ps.image, &ps.radius, cell);
         self.pairs.fold_images(ps.n_owned, &self.origin);
         debug_assert_eq!(lost, 0, "a real contact was not a candidate");
         collide::wall_candidates(ps, &self.walls, self.skin, &mut self.wall_cands);
@@ -1038,6 +1114,9 @@ impl Simulation {
             .build(ps.n_owned, &self.pairs, &self.wall_pairs, canonical);
         self.reference.clear();
         self.reference.extend_from_slice(&ps.pos[..ps.n_owned]);
+        if let Some(c) = &mut self.cell {
+            c.h_ref = self.domain.cell.h;
+        }
         for (r, w) in self.wall_ref.iter_mut().zip(&self.walls) {
             *r = w.point;
         }
@@ -1075,7 +1154,13 @@ impl Simulation {
             return;
         }
         self.grid.min_cell = self.halo;
-        collide::order_by_cell(ps, self.halo, &mut self.perm, &mut self.sort_scratch);
+        collide::order_by_cell(
+            ps,
+            &self.domain.cell,
+            self.halo,
+            &mut self.perm,
+            &mut self.sort_scratch,
+        );
         ps.permute_owned(&self.perm, &mut self.scratch);
     }
 
@@ -1125,7 +1210,8 @@ impl Simulation {
             self.timers.collide += t0.elapsed().saturating_sub(t_comm);
         }
         let t1 = Instant::now();
-        let record = self.record_forces || self.strainer.is_some();
+        let cell_due = self.cell.as_ref().is_some_and(|c| c.wants_measure());
+        let record = self.record_forces || self.strainer.is_some() || cell_due;
         let out = self.slots.writer(record);
         let sl = &self.slots;
         if let Some(st) = &mut self.strainer {
@@ -1135,6 +1221,7 @@ impl Simulation {
         if self.fuse
             && tasks >= 2
             && self.cpm.is_none()
+            && self.cell.is_none()
             && self.wall_pairs.is_empty()
             && !self.slots.canonical()
         {
@@ -1179,6 +1266,7 @@ impl Simulation {
             },
         );
         self.slots.fold_deferred();
+        let affine = self.cell_servo(cell_due)?;
         let t2 = Instant::now();
         let gather = self.slots.gather();
         let moved = integrate::leapfrog(
@@ -1190,6 +1278,7 @@ impl Simulation {
             self.damp_gravity,
             record,
             self.want_box,
+            affine,
             |p0, f, t| gather.take_block(p0, f, t),
         );
         self.timers.contact += t2 - t1;
@@ -1276,12 +1365,45 @@ impl Simulation {
         self.stop_agreed = m[1] > 0.0;
         self.checkpoint_agreed = m[2] > 0.0;
         let walls = (!self.walls.is_empty() || !self.meshes.is_empty()).then_some(wall_d2);
-        self.need_rebuild = !collide::still_valid(&moved, walls, self.skin);
+        self.need_rebuild = match &mut self.cell {
+            None => !collide::still_valid(&moved, walls, self.skin),
+            Some(c) => {
+                // H ← (I + L Δt) H: the images' shifts of the next step, L the mean field the
+                // contact loop adds (`PairList::grad`)
+                c.advance(&mut self.domain.cell, self.dt);
+                self.pairs.refresh_shifts(&self.domain.cell);
+                self.pairs.grad = c.contact_gradient();
+                let kappa = c.stretch(&self.domain.cell);
+                let two_rmax = self.halo - self.skin - self.reach_extra;
+                !collide::still_valid_deforming(&moved, self.skin, kappa, two_rmax)
+            }
+        };
         self.want_box = !self.need_rebuild && collide::box_wanted(moved.d2max, self.skin);
         self.step += 1;
         self.time += self.dt;
         if let Some(st) = &mut self.strainer {
             st.post_step(&self.ps, &self.comm);
+        }
+        if self.cell.as_ref().is_some_and(|c| c.current().is_some()) {
+            // the stage's stop test, with Yade's unbalanced force on measurement steps
+            let unb = self.slots.recorded().then(|| self.unbalanced_now());
+            let root = self.comm.is_root();
+            if let Some(c) = &mut self.cell {
+                let name = c.current().map(|s| s.name.clone()).unwrap_or_default();
+                if c.check_done(unb) && root {
+                    log::info!(
+                        "cell: stage \"{name}\" done at step {} (stress {:.4e} {:.4e} {:.4e} Pa, \
+                         log strain {:.4e} {:.4e} {:.4e})",
+                        self.step,
+                        c.stress.x,
+                        c.stress.y,
+                        c.stress.z,
+                        c.strain().x,
+                        c.strain().y,
+                        c.strain().z
+                    );
+                }
+            }
         }
         if self.cpm.as_ref().is_some_and(|c| !c.links_created) {
             let n = self.link_stats();
@@ -1294,6 +1416,157 @@ impl Simulation {
         self.timers.comm += t4 - t3;
         self.timers.integrate += t3.saturating_duration_since(t2);
         Ok(())
+    }
+
+    /// The deforming cell's servo before the integrator (collective on measurement steps):
+    /// the start of a stage (friction, strain reference), the stress and stiffness measured
+    /// when due, the step's velocity gradient, and the integrator's mean-field motion.
+    fn cell_servo(&mut self, measure: bool) -> Result<Option<integrate::Affine>> {
+        let Some(c) = &self.cell else {
+            return Ok(None);
+        };
+        if let Some(st) = c.current().filter(|_| !c.started).cloned() {
+            if let Some(phi) = st.friction_angle {
+                self.set_friction(phi);
+            }
+            if let Some(c) = &mut self.cell {
+                if st.reset_strain {
+                    c.trsf = M3::identity();
+                }
+                c.started = true;
+            }
+        }
+        let m = measure.then(|| self.cell_measure());
+        let cell = &self.domain.cell;
+        let size = V3::from_fn(|a, _| cell.h.column(a).norm());
+        let (dt, volume) = (self.dt, cell.volume());
+        let max_span = self.halo - self.skin - self.reach_extra;
+        let Some(c) = &mut self.cell else {
+            return Ok(None);
+        };
+        c.servo(m, size, max_span, dt, volume);
+        Ok(Some(c.affine(&self.domain.cell, dt)))
+    }
+
+    /// The servo's measurement (Yade `PeriTriaxController::strainStressStiffUpdate`): the
+    /// contact part of the Love–Weber stress (1/V) Σ f ⊗ l (f on particle 1, l = C₂ − C₁, this
+    /// step's forces) and Σ |n_i| k_N + (1 − |n_i|) k_T over the contacts, exact sums over all
+    /// ranks (each contact once). Collective.
+    pub fn cell_measure(&self) -> crate::engines::cell::Measure {
+        let ps = &self.ps;
+        let law = self.mix.law();
+        let mut sums = vec![ExactSum::new(); 16];
+        let mut n = 0u64;
+        for i in 0..ps.n_owned {
+            sums[15].add(ps.mass[i]);
+        }
+        for k in 0..self.pairs.len() {
+            if !(self.pairs.active[k] && (self.pairs.i[k] as usize) < ps.n_owned) {
+                continue;
+            }
+            n += 1;
+            let l = self.pairs.branch(k, &ps.pos);
+            let f = self.slots.pair_force(k);
+            for a in 0..3 {
+                for b in 0..3 {
+                    sums[3 * a + b].add(f[a] * l[b]);
+                }
+            }
+            let d = l.norm();
+            let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
+            let u_n = d - (ps.radius[i] + ps.radius[j]);
+            let (kt, kn) = law.stiffnesses(&self.pairs.state[k].phys, u_n);
+            for a in 0..3 {
+                let na = (l[a] / d).abs();
+                sums[9 + a].add(na * kn + (1.0 - na) * kt);
+                sums[12 + a].add(l[a] * l[a] * (na * na * kn + (1.0 - na * na) * kt));
+            }
+        }
+        self.comm.sum_exact(&mut sums);
+        let mut c = [n as i64];
+        self.comm.sum_i64s(&mut c);
+        let v: Vec<f64> = sums.iter().map(|s| s.value()).collect();
+        let volume = self.domain.cell.volume();
+        crate::engines::cell::Measure {
+            stress: M3::from_fn(|a, b| v[3 * a + b] / volume),
+            sum_stiff: V3::new(v[9], v[10], v[11]),
+            n_contacts: c[0] as u64,
+            affine_stiff: V3::new(v[12], v[13], v[14]) / volume,
+            mass: v[15],
+        }
+    }
+
+    /// Every frictional material, and every contact's pair constant tan φ, take the friction
+    /// angle `phi` (a cell stage's start: the dense-packing recipe).
+    pub fn set_friction(&mut self, phi: f64) {
+        for m in &mut self.materials {
+            match m {
+                crate::material::Material::Frict(f) => f.friction_angle = phi,
+                crate::material::Material::Hertz(h) => h.friction_angle = phi,
+                crate::material::Material::Hooke(h) => h.xmu = phi.tan(),
+                crate::material::Material::Cpm(_) => {}
+            }
+        }
+        self.mix = MixTable::new(&self.materials).with_rolling(self.mix.rolling());
+        let t = phi.tan();
+        for list in [&mut self.pairs, &mut self.wall_pairs] {
+            for st in list.state.iter_mut() {
+                st.phys.tan_phi = t;
+            }
+        }
+    }
+
+    /// At a rebuild: flip a deforming cell to a less skewed basis once a tilt passed half an
+    /// edge (Yade `flipFlippable`; positions stay, the home images change: the forces keep
+    /// their bits), and check that the deformation left room for the halo (collective: every
+    /// rank holds the same cell).
+    fn flip_cell(&mut self) -> Result<()> {
+        let Some(c) = &mut self.cell else {
+            return Ok(());
+        };
+        if c.flip && self.domain.cell.flip(self.domain.periodic, 0.5).is_some() {
+            c.flips += 1;
+        }
+        if self.domain.cell.deformed {
+            let step = self.step;
+            self.domain
+                .check_halo(self.halo)
+                .map_err(|e| Error::Runtime(format!("the deforming cell at step {step}: {e}")))?;
+            self.dec.check_halo3(self.frame_halo()).map_err(|e| {
+                Error::Runtime(format!(
+                    "the deforming cell at step {step}: {e} (run on fewer ranks along that axis)"
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Before a restart reads its particles: a deforming cell at its shape of the checkpoint's
+    /// last rebuild, from the checkpoint's engine text, so that the reference positions go
+    /// to the ranks (and cuts) that held them then.
+    pub fn prepare_cell_restart(&mut self, engines: &str) {
+        let st = ron::from_str::<EngineState>(engines)
+            .ok()
+            .and_then(|e| e.cell);
+        if let (Some(_), Some(st)) = (&self.cell, st) {
+            let h_ref = M3::from_fn(|r, k| st.h_ref[r][k]);
+            if h_ref != self.domain.cell.h {
+                self.domain.cell.set_h(h_ref);
+            }
+        }
+    }
+
+    /// Does this rank own a particle whose reference position is `x` (a restart's reading;
+    /// a deforming cell through its decomposition frame and home image)?
+    pub fn owns_reference(&self, x: &V3) -> bool {
+        let cell = &self.domain.cell;
+        match cell.deformed {
+            false => self.dec.owns(x),
+            true => {
+                let h = cell.home(x, self.domain.periodic);
+                self.dec.owns(&cell.frame_image(x, h, self.domain.periodic))
+            }
+        }
     }
 
     /// Check the current state for NaN or escaped particles on every rank (collective; the
@@ -1433,7 +1706,72 @@ impl Simulation {
                 .collect(),
             n_particles: counts[2] as u64,
             flow: self.flow.as_ref().map_or(Vec::new(), |f| f.totals()),
+            cell: self.cell.as_ref().map(|c| {
+                let m = self.cell_measure();
+                let cell = &self.domain.cell;
+                crate::engines::cell::CellRow {
+                    stage: c.stage,
+                    strain: c.strain(),
+                    strain_vol: c.trsf.determinant().ln(),
+                    stress: m.stress,
+                    kinetic: self.kinetic_stress(),
+                    coordination: 2.0 * m.n_contacts as f64 / (counts[2] as f64).max(1.0),
+                    volume: cell.volume(),
+                    h: cell.h,
+                    grad: c.grad_prev.diagonal(),
+                    flips: c.flips,
+                    external_work: c.external_work,
+                }
+            }),
         }
+    }
+
+    /// Yade's unbalanced force (`Shop::unbalancedForce`): the mean total force on the free
+    /// particles over the mean contact force, this step's forces (recorded), exact sums over
+    /// all ranks. Collective.
+    pub fn unbalanced_now(&self) -> f64 {
+        let ps = &self.ps;
+        let mut sums = [ExactSum::new(), ExactSum::new()];
+        let mut counts = [0i64; 2];
+        for i in 0..ps.n_owned {
+            if ps.blocked[i] != BLOCK_ALL {
+                sums[0].add(ps.force[i].norm());
+                counts[0] += 1;
+            }
+        }
+        for k in 0..self.pairs.len() {
+            if self.pairs.active[k] && (self.pairs.i[k] as usize) < ps.n_owned {
+                sums[1].add(self.slots.pair_force(k).norm());
+                counts[1] += 1;
+            }
+        }
+        self.comm.sum_exact(&mut sums);
+        self.comm.sum_i64s(&mut counts);
+        unbalanced_force(
+            sums[0].value(),
+            counts[0] as usize,
+            sums[1].value(),
+            counts[1] as usize,
+        )
+    }
+
+    /// The kinetic part of the stress, −(1/V) Σ m v′ ⊗ v′ over the owned particles (v′ the
+    /// fluctuation velocity: what `Particles::vel` holds in a deforming cell), exact sums over
+    /// all ranks. Collective.
+    pub fn kinetic_stress(&self) -> M3 {
+        let ps = &self.ps;
+        let mut sums = vec![ExactSum::new(); 9];
+        for i in 0..ps.n_owned {
+            let v = ps.vel[i];
+            for a in 0..3 {
+                for b in 0..3 {
+                    sums[3 * a + b].add(ps.mass[i] * v[a] * v[b]);
+                }
+            }
+        }
+        self.comm.sum_exact(&mut sums);
+        let vol = self.domain.cell.volume();
+        M3::from_fn(|a, b| -sums[3 * a + b].value() / vol)
     }
 
     /// Elastic energy stored in the contacts: Σ ½ K_N u_N² + ½ |F_T|²/K_T over real contacts

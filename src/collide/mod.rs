@@ -6,7 +6,8 @@
 //! maps onto the MPI halo; SAP's advantage (wide size distributions) does not apply to the
 //! benchmark packings (see docs/ARCHITECTURE.md).
 
-use crate::contact::geom::{branch, image_shift};
+use crate::cell::Cell;
+use crate::contact::geom::branch;
 use crate::contact::store::Candidate;
 use crate::contact::Wall;
 use crate::integrate::Moved;
@@ -45,6 +46,8 @@ pub struct CellGrid {
     xr_g: Vec<[f64; 4]>,
     cell_of: Vec<u32>,
     coords_p: Vec<[usize; 3]>,
+    /// Owned positions in a deformed cell (`owned_sites`).
+    sites: Vec<V3>,
     fill: Vec<u32>,
     chunks: Vec<Vec<Candidate>>,
 }
@@ -148,15 +151,18 @@ impl GridPlan {
 /// `scratch`: reusable buffers.
 pub fn order_by_cell(
     ps: &Particles,
+    cell: &Cell,
     min_cell: f64,
     perm: &mut Vec<u32>,
-    scratch: &mut [Vec<u32>; 3],
+    scratch: &mut OrderScratch,
 ) {
-    let n = ps.n_owned;
-    let plan = GridPlan::new(&ps.pos[..n], min_cell);
-    let [cells, start, count] = scratch;
-    ps.pos[..n]
-        .par_iter()
+    let OrderScratch {
+        bins: [cells, start, count],
+        sites,
+    } = scratch;
+    let pos = owned_sites(ps, cell, sites);
+    let plan = GridPlan::new(pos, min_cell);
+    pos.par_iter()
         .with_min_len(BIN_CHUNK)
         .map(|x| plan.index(plan.coords(x)) as u32)
         .collect_into_vec(cells);
@@ -172,17 +178,38 @@ pub fn order_by_cell(
     }
 }
 
+/// Reusable buffers of [`order_by_cell`].
+#[derive(Clone, Default, Debug)]
+pub struct OrderScratch {
+    bins: [Vec<u32>; 3],
+    sites: Vec<V3>,
+}
+
+/// The owned particles' positions in the cell: `ps.pos` itself for a cell that never deformed
+/// (owned particles carry no image), else x + H h with their home images (a deformed cell moves
+/// no position, `Domain::wrap_owned`), computed into `buf`.
+fn owned_sites<'a>(ps: &'a Particles, cell: &Cell, buf: &'a mut Vec<V3>) -> &'a [V3] {
+    let n = ps.n_owned;
+    if !cell.deformed {
+        return &ps.pos[..n];
+    }
+    buf.clear();
+    buf.par_extend((0..n).into_par_iter().map(|i| image_pos(ps, i, cell)));
+    buf
+}
+
 impl CellGrid {
     /// Bin all particles: owned entries and ghosts (at their image positions) apart.
-    fn bin(&mut self, ps: &Particles, h_min: f64, cell: &V3) {
+    fn bin(&mut self, ps: &Particles, h_min: f64, cell: &Cell) {
         let n_owned = ps.n_owned;
-        let plan = GridPlan::new(&ps.pos[..n_owned], h_min.max(self.min_cell));
+        let mut sites = std::mem::take(&mut self.sites);
+        let pos = owned_sites(ps, cell, &mut sites);
+        let plan = GridPlan::new(pos, h_min.max(self.min_cell));
         self.plan = plan;
         let ncell = plan.n_cells();
         // owned (each particle's cell coordinates once: three divisions); the passes per
         // owned particle on rayon (chute, 2 threads: binning 1.0 → 0.8 ms per rebuild)
-        ps.pos[..n_owned]
-            .par_iter()
+        pos.par_iter()
             .with_min_len(BIN_CHUNK)
             .map(|x| {
                 let c = plan.coords(x);
@@ -201,7 +228,7 @@ impl CellGrid {
             .par_iter()
             .with_min_len(BIN_CHUNK)
             .map(|&p| {
-                let (x, c) = (ps.pos[p as usize], coords_p[p as usize]);
+                let (x, c) = (pos[p as usize], coords_p[p as usize]);
                 (
                     [c[0] as u32, c[1] as u32, c[2] as u32],
                     [x.x, x.y, x.z, ps.radius[p as usize]],
@@ -227,6 +254,7 @@ impl CellGrid {
             let x = image_pos(ps, p, cell);
             self.xr_g.push([x.x, x.y, x.z, ps.radius[p]]);
         }
+        self.sites = sites;
     }
 }
 
@@ -260,12 +288,12 @@ fn counting_bin(
 /// Where a particle copy sits for binning: its coordinates shifted by its periodic image
 /// (only for binning: contact geometry uses [`branch`], which never pre-shifts).
 #[inline]
-fn image_pos(ps: &Particles, i: usize, cell: &V3) -> V3 {
+fn image_pos(ps: &Particles, i: usize, cell: &Cell) -> V3 {
     let c = ps.image[i];
     if c == [0, 0, 0] {
         ps.pos[i]
     } else {
-        ps.pos[i] + image_shift(c, cell)
+        ps.pos[i] + cell.shift(c)
     }
 }
 
@@ -294,7 +322,7 @@ fn candidate(ps: &Particles, a: usize, b: usize, near: bool) -> Candidate {
 pub fn sphere_candidates(
     ps: &Particles,
     skin: f64,
-    cell: &V3,
+    cell: &Cell,
     grid: &mut CellGrid,
     out: &mut Vec<Candidate>,
 ) {
@@ -309,7 +337,7 @@ pub fn sphere_candidates(
 pub fn sphere_candidate_chunks<'g>(
     ps: &Particles,
     skin: f64,
-    cell: &V3,
+    cell: &Cell,
     grid: &'g mut CellGrid,
 ) -> &'g mut [Vec<Candidate>] {
     let rmax = ps.radius.iter().cloned().fold(0.0, f64::max);
@@ -438,6 +466,26 @@ pub fn still_valid(moved: &Moved, walls: Option<f64>, skin: f64) -> bool {
     pairs && walls && dmax <= skin
 }
 
+/// [`still_valid`] in a deforming periodic cell (issue 23). The displacements `moved` are
+/// measured from the reference positions carried by the mean field (`integrate::Affine`): a
+/// pair's branch vector is l = A l_ref + δ, A = H H_ref⁻¹ the cell's deformation since the
+/// rebuild, |δ| ≤ min(2 max |Δx|, diag) the fluctuations. A pair that touches now, |l| ≤
+/// r₁ + r₂ ≤ `two_rmax`, had |l_ref| ≤ κ (r₁ + r₂ + |δ|) with κ ≥ ‖A⁻¹‖₂ (`kappa`), so it was a
+/// candidate (|l_ref| < r₁ + r₂ + skin) while (κ − 1)·2 r_max + κ |δ| ≤ skin.
+pub fn still_valid_deforming(moved: &Moved, skin: f64, kappa: f64, two_rmax: f64) -> bool {
+    if !(moved.d2max.is_finite() && kappa.is_finite()) {
+        return false;
+    }
+    let dmax = moved.d2max.sqrt();
+    let diag = (moved.hi - moved.lo).norm();
+    let delta = (2.0 * dmax).min(if diag.is_finite() {
+        diag
+    } else {
+        f64::INFINITY
+    });
+    (kappa - 1.0) * two_rmax + kappa * delta <= skin && dmax <= skin
+}
+
 /// Whether the next step's integrator should form the box of the displacements
 /// ([`Moved`]), given the largest squared displacement `d2max` so far: once 2 max |Δx| nears
 /// the skin. Before, [`still_valid`] needs no box; without it later, the trigger would fall
@@ -487,7 +535,7 @@ pub fn wall_candidates(ps: &Particles, walls: &[Wall], skin: f64, out: &mut Vec<
 
 /// Brute-force reference of [`sphere_candidates`] (tests only; O(n²)), with the exact branch
 /// vector; sorted (compare with a sorted [`sphere_candidates`] list).
-pub fn brute_force_candidates(ps: &Particles, skin: f64, cell: &V3) -> Vec<Candidate> {
+pub fn brute_force_candidates(ps: &Particles, skin: f64, cell: &Cell) -> Vec<Candidate> {
     let mut out = Vec::new();
     for i in 0..ps.n_owned {
         for j in i + 1..ps.len() {
@@ -545,7 +593,8 @@ mod tests {
     /// Put the owned particles in the order of [`order_by_cell`] for cells ≥ `min_cell`.
     fn sort_by_cell(ps: &mut Particles, min_cell: f64) {
         let mut perm = Vec::new();
-        order_by_cell(ps, min_cell, &mut perm, &mut Default::default());
+        let cell = Cell::boxed(V3::zeros(), V3::repeat(1e9));
+        order_by_cell(ps, &cell, min_cell, &mut perm, &mut Default::default());
         ps.permute_owned(&perm, &mut Default::default());
     }
 
@@ -565,7 +614,7 @@ mod tests {
                 sort_by_cell(&mut ps, grid.min_cell);
             }
             let mut out = Vec::new();
-            let cell = V3::repeat(1.0);
+            let cell = Cell::boxed(V3::zeros(), V3::repeat(1.0));
             sphere_candidates(&ps, skin, &cell, &mut grid, &mut out);
             if sorted {
                 check_grouped(&ps, &out);
@@ -581,11 +630,7 @@ mod tests {
 
     #[test]
     fn grid_equals_brute_force_with_periodic_ghosts() {
-        let d = crate::domain::Domain {
-            lo: V3::zeros(),
-            hi: V3::repeat(20.0),
-            periodic: [true, true, false],
-        };
+        let d = crate::domain::Domain::new(V3::zeros(), V3::repeat(20.0), [true, true, false]);
         for (seed, skin) in [(5u64, 0.0), (6, 0.4)] {
             let mut ps = cloud(600, 20.0, seed);
             let mut grid = CellGrid {
@@ -596,10 +641,10 @@ mod tests {
             d.build_ghosts(&mut ps, 2.0 + skin);
             assert!(ps.n_ghosts() > 50);
             let mut out = Vec::new();
-            sphere_candidates(&ps, skin, &d.size(), &mut grid, &mut out);
+            sphere_candidates(&ps, skin, &d.cell, &mut grid, &mut out);
             check_grouped(&ps, &out);
             out.sort_unstable();
-            let bf = brute_force_candidates(&ps, skin, &d.size());
+            let bf = brute_force_candidates(&ps, skin, &d.cell);
             assert!(bf
                 .iter()
                 .any(|c| ps.image[c.i as usize] != ps.image[c.j as usize]));
@@ -610,11 +655,7 @@ mod tests {
     #[test]
     fn image_twins_are_dropped_and_folded_onto_their_origins() {
         use crate::contact::store::PairList;
-        let d = crate::domain::Domain {
-            lo: V3::zeros(),
-            hi: V3::repeat(20.0),
-            periodic: [true; 3],
-        };
+        let d = crate::domain::Domain::new(V3::zeros(), V3::repeat(20.0), [true; 3]);
         let skin = 0.4;
         let mut ps = cloud(600, 20.0, 8);
         let mut grid = CellGrid::default();
@@ -629,7 +670,7 @@ mod tests {
             assert_ne!(ps.image[n + g], ps.image[o]);
         }
         let mut out = Vec::new();
-        sphere_candidates(&ps, skin, &d.size(), &mut grid, &mut out);
+        sphere_candidates(&ps, skin, &d.cell, &mut grid, &mut out);
         let before = out.len();
         let mut chunks = [out];
         drop_image_twins(&mut chunks, n, &origin);
@@ -637,7 +678,7 @@ mod tests {
         // one of each periodic twin dropped: the keys are unique, the set is the brute force's
         let mut keys: Vec<_> = out.iter().map(|c| c.key).collect();
         keys.sort_unstable();
-        let mut bf: Vec<_> = brute_force_candidates(&ps, skin, &d.size())
+        let mut bf: Vec<_> = brute_force_candidates(&ps, skin, &d.cell)
             .iter()
             .map(|c| c.key)
             .collect();
@@ -651,11 +692,11 @@ mod tests {
         // folded: both particles owned, the branch vector bit for bit the ghost's
         let mut pl = PairList::default();
         pl.merge(&out, false, false, |_| true);
-        pl.set_shifts(&ps.image, &ps.radius, &d.size());
+        pl.set_shifts(&ps.image, &ps.radius, &d.cell);
         let want: Vec<V3> = (0..pl.len())
             .map(|k| {
                 let (i, j) = (pl.i[k] as usize, pl.j[k] as usize);
-                branch(ps.pos[i], ps.pos[j], ps.image[i], ps.image[j], &d.size())
+                branch(ps.pos[i], ps.pos[j], ps.image[i], ps.image[j], &d.cell)
             })
             .collect();
         pl.fold_images(n, &origin);
@@ -712,7 +753,13 @@ mod tests {
         for seed in 10..20u64 {
             let mut ps = cloud(500, 9.0, seed);
             let (mut grid, mut before) = (CellGrid::default(), Vec::new());
-            sphere_candidates(&ps, skin, &V3::repeat(1.0), &mut grid, &mut before);
+            sphere_candidates(
+                &ps,
+                skin,
+                &Cell::boxed(V3::zeros(), V3::repeat(1.0)),
+                &mut grid,
+                &mut before,
+            );
             let keys: std::collections::BTreeSet<_> = before.iter().map(|c| c.key).collect();
             let mut s = seed;
             let dir = V3::new(1.0, 0.3, -0.2).normalize();
@@ -733,14 +780,15 @@ mod tests {
             for (x, d) in moved.pos.iter_mut().zip(&far) {
                 *x += d;
             }
-            lost_far += brute_force_candidates(&moved, 0.0, &V3::repeat(1.0))
-                .iter()
-                .filter(|c| c.near && !keys.contains(&c.key))
-                .count();
+            lost_far +=
+                brute_force_candidates(&moved, 0.0, &Cell::boxed(V3::zeros(), V3::repeat(1.0)))
+                    .iter()
+                    .filter(|c| c.near && !keys.contains(&c.key))
+                    .count();
             for (x, d) in ps.pos.iter_mut().zip(&d) {
                 *x += d;
             }
-            for c in brute_force_candidates(&ps, 0.0, &V3::repeat(1.0)) {
+            for c in brute_force_candidates(&ps, 0.0, &Cell::boxed(V3::zeros(), V3::repeat(1.0))) {
                 if c.near {
                     assert!(
                         keys.contains(&c.key),
@@ -767,9 +815,18 @@ mod tests {
         ));
         let mut grid = CellGrid::default();
         let mut out = Vec::new();
-        sphere_candidates(&ps, 0.1, &V3::repeat(1.0), &mut grid, &mut out);
+        sphere_candidates(
+            &ps,
+            0.1,
+            &Cell::boxed(V3::zeros(), V3::repeat(1.0)),
+            &mut grid,
+            &mut out,
+        );
         assert!(grid.start_o.len() < 1000);
         out.sort_unstable();
-        assert_eq!(out, brute_force_candidates(&ps, 0.1, &V3::repeat(1.0)));
+        assert_eq!(
+            out,
+            brute_force_candidates(&ps, 0.1, &Cell::boxed(V3::zeros(), V3::repeat(1.0)))
+        );
     }
 }

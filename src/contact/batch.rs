@@ -278,6 +278,17 @@ impl Lanes {
         }
     }
 
+    /// A deforming periodic cell (issue 23): velocities are fluctuations about the mean field
+    /// L (x − o), so particle 2's material moves by L l more than 1's, l the branch vector
+    /// (the image's shift H c included: its mean-field velocity L H c, digest A11.2). Added to
+    /// v₂ of lanes 0..m, so that v₁₂ = v₂ − v₁ + L l (the laws see the total relative motion).
+    fn add_mean_field(&mut self, m: usize, g: &crate::M3) {
+        for q in 0..m {
+            let dv = g * self.l.get(q);
+            self.v2.set(q, self.v2.get(q) + dv);
+        }
+    }
+
     /// Copy the radii and kinematics of particles i and j and pair history `st` into lane q.
     #[inline(always)]
     fn load(&mut self, q: usize, i: usize, j: usize, ps: &Particles, st: &FrictState) {
@@ -392,8 +403,12 @@ impl PairsView<'_> {
         };
         let (act, st) = self.pp.range(r);
         let mut b = Lanes::new();
+        let grad = self.grad;
         self.select_lanes(kernel, base, act, st, ps, mix, &mut b, |b, m, act, st| {
             b.fill(kernel, m, ps, st);
+            if let Some(g) = &grad {
+                b.add_mean_field(m, g);
+            }
             if !m_roll.is_empty() {
                 b.fill_roll(m, m_roll, ps, roll.model == RollModel::Epsd);
             }
@@ -879,7 +894,11 @@ mod select_tests {
         }
         let mut pl = PairList::default();
         pl.merge(&cands, false, false, |_| true);
-        pl.set_shifts(&ps.image, &ps.radius, &V3::new(4.0, 4.0, 4.0));
+        pl.set_shifts(
+            &ps.image,
+            &ps.radius,
+            &crate::cell::Cell::boxed(V3::zeros(), V3::new(4.0, 4.0, 4.0)),
+        );
         (ps, pl)
     }
 

@@ -1,31 +1,20 @@
 //! Contact geometry of spheres and walls (thesis §2.3; digest A4, A5), in the demhpc convention:
 //! normal n from particle 1 to particle 2, u_N < 0 in compression.
 
+use crate::cell::Cell;
 use crate::V3;
 
-/// Branch vector l = (x2 − x1) + H (c2 − c1) for an orthogonal periodic cell of edge lengths
-/// `cell` (digest A11.2, Part D): the integer image difference is formed first and the shift
-/// added last, so every rank evaluates it bit-identically whichever copy is the ghost.
+/// Branch vector l = (x2 − x1) + H (c2 − c1) of the periodic `cell` (digest A11.2, Part D):
+/// the integer image difference is formed first and the shift added last, so every rank
+/// evaluates it bit-identically whichever copy is the ghost.
 #[inline(always)]
-pub fn branch(x1: V3, x2: V3, c1: [i32; 3], c2: [i32; 3], cell: &V3) -> V3 {
+pub fn branch(x1: V3, x2: V3, c1: [i32; 3], c2: [i32; 3], cell: &Cell) -> V3 {
     let dc = [c2[0] - c1[0], c2[1] - c1[1], c2[2] - c1[2]];
     let mut l = x2 - x1;
     if dc != [0, 0, 0] {
-        l += image_shift(dc, cell);
+        l += cell.shift(dc);
     }
     l
-}
-
-/// H c: the shift of periodic image offset `c` (in cell lengths) for an orthogonal cell of edge
-/// lengths `cell`. The one place it is formed, so that the binning, the pair store's shift
-/// codes and [`branch`] agree to the bit.
-#[inline(always)]
-pub fn image_shift(c: [i32; 3], cell: &V3) -> V3 {
-    V3::new(
-        c[0] as f64 * cell.x,
-        c[1] as f64 * cell.y,
-        c[2] as f64 * cell.z,
-    )
 }
 
 /// Velocity of the material point of 2 relative to that of 1 at the contact point, with lever
@@ -61,7 +50,7 @@ mod tests {
 
     #[test]
     fn branch_with_image_shift() {
-        let cell = V3::new(10.0, 20.0, 30.0);
+        let cell = Cell::boxed(V3::zeros(), V3::new(10.0, 20.0, 30.0));
         let l = branch(
             V3::new(9.5, 0.0, 0.0),
             V3::new(0.5, 0.0, 0.0),

@@ -118,6 +118,8 @@ struct PairsView<'a> {
     code: &'a [u8],
     shifts: &'a [V3],
     reach2: &'a [f32],
+    /// The deforming cell's velocity gradient ([`PairList::grad`]).
+    grad: Option<crate::M3>,
     pp: PairsPtr,
 }
 
@@ -143,6 +145,7 @@ impl<'a> PairsView<'a> {
             code: &pairs.shift,
             shifts: &pairs.shifts,
             reach2: &pairs.reach2,
+            grad: pairs.grad,
         }
     }
 

@@ -4,6 +4,7 @@
 //! candidate list into the old store by key, so contact histories survive rebuilds, re-sorting
 //! and migration; the order is the broad phase's (never hash order).
 
+use crate::cell::Cell;
 use crate::material::FrictPhys;
 use crate::V3;
 use rayon::prelude::*;
@@ -185,6 +186,13 @@ pub struct PairList {
     pub shift: Vec<u8>,
     /// H (c₂ − c₁) of each shift code (`shifts[0]` = 0).
     pub shifts: Vec<V3>,
+    /// c₂ − c₁ of each shift code, to form `shifts` again when the cell deforms
+    /// ([`Self::refresh_shifts`]).
+    pub shift_dc: Vec<[i32; 3]>,
+    /// The velocity gradient L of a deforming cell (issue 23) in the step's contact loop: the
+    /// particles' velocities are fluctuations about the mean field L (x − o), so the relative
+    /// velocity of a pair gains L l (`contact::batch`); `None` for a static cell.
+    pub grad: Option<crate::M3>,
     /// (r₁ + r₂)² of each pair rounded up to f32 (set with the shift codes): the AVX-512
     /// distance test loads it instead of gathering both radii, a superset test (the contact
     /// loop repeats the exact one).
@@ -267,11 +275,11 @@ impl PairList {
     /// Give every pair the code of its periodic image shift H (c₂ − c₁) (thesis §2.3, digest
     /// A11.2), `image` being the particles' image offsets and `cell` the cell's edge lengths,
     /// so that the contact loop loads one byte per pair instead of both particles' images.
-    /// The shift is [`crate::contact::geom::image_shift`], as in [`crate::contact::geom::branch`]
+    /// The shift is [`crate::cell::Cell::shift`], as in [`crate::contact::geom::branch`]
     /// (same bits).
     ///
     /// Also sets each pair's [`Self::reach2`] from the particles' `radius`.
-    pub fn set_shifts(&mut self, image: &[[i32; 3]], radius: &[f64], cell: &V3) {
+    pub fn set_shifts(&mut self, image: &[[i32; 3]], radius: &[f64], cell: &Cell) {
         self.set_reach(radius);
         // Images lie within ±1 cell of the owner's (halo < cell), so that an owned–ghost pair
         // has one of 27 differences, each with a fixed code (0 for none: the index of
@@ -288,16 +296,12 @@ impl PairList {
             let (c1, c2) = (image[i as usize], image[j as usize]);
             [c2[0] - c1[0], c2[1] - c1[1], c2[2] - c1[2]]
         };
-        let shift = |dc: [i32; 3]| match dc == [0; 3] {
-            true => V3::zeros(),
-            false => crate::contact::geom::image_shift(dc, cell),
-        };
-        self.shifts.clear();
-        self.shifts.resize(27, V3::zeros());
+        self.shift_dc.clear();
+        self.shift_dc.resize(27, [0; 3]);
         for z in -1..=1 {
             for y in -1..=1 {
                 for x in -1..=1 {
-                    self.shifts[fixed([x, y, z]) as usize] = shift([x, y, z]);
+                    self.shift_dc[fixed([x, y, z]) as usize] = [x, y, z];
                 }
             }
         }
@@ -314,7 +318,7 @@ impl PairList {
                         Some(c) => c,
                         None => {
                             extra.push(dc);
-                            self.shifts.push(shift(dc));
+                            self.shift_dc.push(dc);
                             extra.len() - 1
                         }
                     };
@@ -323,6 +327,18 @@ impl PairList {
                 }
             }
         }
+        self.refresh_shifts(cell);
+    }
+
+    /// Form the shift of every code, H (c₂ − c₁), for the current cell (each rebuild, and
+    /// every step while the cell deforms: the codes stay, H changes).
+    pub fn refresh_shifts(&mut self, cell: &Cell) {
+        self.shifts.clear();
+        self.shifts
+            .extend(self.shift_dc.iter().map(|&dc| match dc == [0; 3] {
+                true => V3::zeros(),
+                false => cell.shift(dc),
+            }));
     }
 
     /// Refer every pair of an owned particle with a periodic image of an owned particle of

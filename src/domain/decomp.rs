@@ -179,7 +179,13 @@ impl Decomp {
 
     /// Refuse subdomains thinner than the halo: ghosts come from direct neighbours only.
     pub fn check_halo(&self, halo: f64) -> Result<()> {
+        self.check_halo3([halo; 3])
+    }
+
+    /// [`Self::check_halo`] with a halo per axis (a deformed cell's, in the frame's units).
+    pub fn check_halo3(&self, halos: [f64; 3]) -> Result<()> {
         for a in 0..3 {
+            let halo = halos[a];
             for k in 0..self.dims[a] {
                 let w = self.cuts[a][k + 1] - self.cuts[a][k];
                 if self.dims[a] > 1 && w.is_finite() && w < halo {

@@ -17,6 +17,7 @@
 
 use super::comm::Comm;
 use super::decomp::Decomp;
+use super::Domain;
 use crate::contact::store::{ContactState, PairList};
 use crate::error::{Error, Result};
 use crate::particles::{Particle, Particles};
@@ -121,10 +122,12 @@ impl Halo {
     /// (rebuild steps; ghosts must have been dropped, positions wrapped into the cell). The
     /// histories are added to `pairs` / `walls` for the next merge. Message layout per
     /// direction: `[n_p, particles…, n_c, sphere contacts…, n_w, wall contacts…]`.
+    #[allow(clippy::too_many_arguments)]
     pub fn migrate(
         &mut self,
         comm: &Comm,
         dec: &Decomp,
+        domain: &Domain,
         ps: &mut Particles,
         pairs: &mut PairList,
         walls: &mut PairList,
@@ -145,7 +148,7 @@ impl Halo {
             let mut keep = 0;
             // Particles leaving along a are packed, the rest compacted in order.
             for i in 0..ps.n_owned {
-                let t = dec.coord_of(a, ps.pos[i][a]);
+                let t = dec.coord_of(a, domain.frame_of(ps, i)[a]);
                 let dir = if t == dec.coords[a] {
                     None
                 } else {
@@ -324,7 +327,7 @@ impl Halo {
         comm: &Comm,
         dec: &Decomp,
         ps: &mut Particles,
-        cell: &V3,
+        domain: &Domain,
         halo: f64,
     ) {
         for a in 0..3 {
@@ -332,7 +335,7 @@ impl Halo {
                 self.recv[a] = [(ps.len(), 0); 2];
                 continue;
             }
-            self.select_sends(a, dec, ps, cell, halo);
+            self.select_sends(a, dec, ps, domain, halo);
             if dec.dims[a] == 1 {
                 // Its own neighbour on both sides: the images are copied straight from their
                 // sources, without message buffers, in the order the messages would give.
@@ -373,14 +376,18 @@ impl Halo {
 
     /// The send lists of sweep `a`: every particle (owned or forwarded ghost) within `halo` of
     /// the face to a neighbour, in index order, per direction.
-    fn select_sends(&mut self, a: usize, dec: &Decomp, ps: &Particles, cell: &V3, halo: f64) {
+    /// Positions are compared in the decomposition's frame ([`Domain::frame_of`]), where a
+    /// deformed cell's faces are planes of constant coordinate and the halo's real width is
+    /// [`crate::cell::Cell::frame_distance`].
+    fn select_sends(&mut self, a: usize, dec: &Decomp, ps: &Particles, domain: &Domain, halo: f64) {
         let has = dec.has_neighbours(a);
         let (lo, hi) = dec.bounds(a);
+        let halo = domain.cell.frame_distance(a, halo);
         let [down, up] = &mut self.send[a];
         down.clear();
         up.clear();
         for k in 0..ps.len() {
-            let x = ps.pos[k][a] + ps.image[k][a] as f64 * cell[a];
+            let x = domain.frame_of(ps, k)[a];
             if has[0] && x < lo + halo {
                 down.push(k as u32);
             }

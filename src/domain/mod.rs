@@ -12,19 +12,47 @@ pub mod exact;
 pub mod halo;
 pub mod mpi_env;
 
+use crate::cell::Cell;
 use crate::error::{Error, Result};
 use crate::particles::Particles;
 use crate::V3;
 
-/// Axis-aligned simulation box; periodic axes form an orthogonal periodic cell.
+/// Simulation box; periodic axes form the periodic cell, which starts as the box `lo..hi` and
+/// may deform (issue 23, [`Cell`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Domain {
     pub lo: V3,
     pub hi: V3,
     pub periodic: [bool; 3],
+    /// The periodic cell's current shape (the box `lo..hi` until it deforms).
+    pub cell: Cell,
 }
 
 impl Domain {
+    /// The box `lo..hi` with the given periodic axes, its cell not deformed.
+    pub fn new(lo: V3, hi: V3, periodic: [bool; 3]) -> Self {
+        Domain {
+            lo,
+            hi,
+            periodic,
+            cell: Cell::boxed(lo, hi),
+        }
+    }
+
+    /// Change the box (before any deformation; replication): the cell follows.
+    pub fn set_box(&mut self, lo: V3, hi: V3) {
+        (self.lo, self.hi) = (lo, hi);
+        self.cell = Cell::boxed(lo, hi);
+    }
+
+    /// The decomposition frame position of particle copy `k` (its coordinates with its image
+    /// offset, [`Cell::frame_image`]): the coordinates the rank grid's cuts divide.
+    #[inline]
+    pub fn frame_of(&self, ps: &Particles, k: usize) -> V3 {
+        self.cell
+            .frame_image(&ps.pos[k], ps.image[k], self.periodic)
+    }
+
     /// Edge lengths of the box (the periodic cell's along periodic axes).
     pub fn size(&self) -> V3 {
         self.hi - self.lo
@@ -37,14 +65,14 @@ impl Domain {
     /// Refuse a periodic cell too small for its halo: a particle would meet two images of the
     /// same partner (digest A11.3, "halo width < half the cell").
     pub fn check_halo(&self, halo: f64) -> Result<()> {
-        let l = self.size();
         for a in 0..3 {
-            if self.periodic[a] && l[a] < 2.0 * halo {
+            let l = self.cell.face_distance(a);
+            if self.periodic[a] && l < 2.0 * halo {
                 return Err(Error::Input(format!(
                     "periodic cell along {} is {:.6e} m, less than twice the halo {:.6e} m \
                      (2·max radius + skin): enlarge the cell or reduce the skin",
                     ["x", "y", "z"][a],
-                    l[a],
+                    l,
                     halo
                 )));
             }
@@ -52,8 +80,16 @@ impl Domain {
         Ok(())
     }
 
-    /// Wrap owned particles that left the periodic cell back into it, counting the wraps.
+    /// Wrap owned particles that left the periodic cell back into it, counting the wraps. A
+    /// deformed cell moves no position (Yade's rule, digest A11.2): each owned particle gets
+    /// its home image instead ([`Cell::home`]), the offset that brings it into the cell.
     pub fn wrap_owned(&self, ps: &mut Particles) {
+        if self.cell.deformed {
+            for i in 0..ps.n_owned {
+                ps.image[i] = self.cell.home(&ps.pos[i], self.periodic);
+            }
+            return;
+        }
         for i in 0..ps.n_owned {
             self.wrap_one(&mut ps.pos[i], &mut ps.wrap[i]);
         }
@@ -112,7 +148,7 @@ impl Domain {
     pub fn build_ghosts(&self, ps: &mut Particles, halo: f64) -> Vec<u32> {
         let dec = decomp::Decomp::serial(self);
         let mut h = halo::Halo::default();
-        h.build_ghosts(&comm::Comm::Serial, &dec, ps, &self.size(), halo);
+        h.build_ghosts(&comm::Comm::Serial, &dec, ps, self, halo);
         let mut origin = Vec::new();
         h.self_origins(&dec, ps, &mut origin);
         origin
@@ -126,11 +162,7 @@ mod tests {
 
     #[test]
     fn corner_particle_gets_seven_images() {
-        let d = Domain {
-            lo: V3::zeros(),
-            hi: V3::repeat(10.0),
-            periodic: [true; 3],
-        };
+        let d = Domain::new(V3::zeros(), V3::repeat(10.0), [true; 3]);
         let mut ps = Particles::default();
         ps.push_owned(&Particle::sphere(0, V3::repeat(0.5), 0.5, 1.0, 0));
         ps.push_owned(&Particle::sphere(1, V3::repeat(5.0), 0.5, 1.0, 0));
@@ -144,11 +176,7 @@ mod tests {
 
     #[test]
     fn wrap_counts_cell_crossings() {
-        let d = Domain {
-            lo: V3::zeros(),
-            hi: V3::new(10.0, 10.0, 10.0),
-            periodic: [true, false, false],
-        };
+        let d = Domain::new(V3::zeros(), V3::new(10.0, 10.0, 10.0), [true, false, false]);
         let mut ps = Particles::default();
         ps.push_owned(&Particle::sphere(0, V3::new(-0.5, 3.0, 3.0), 0.5, 1.0, 0));
         d.wrap_owned(&mut ps);

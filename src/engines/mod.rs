@@ -14,6 +14,7 @@
 //!
 //! Adding a flow engine: a file with its state and `act`, and one arm of [`FlowEngine`].
 
+pub mod cell;
 pub mod inlet;
 pub mod outlet;
 pub mod region;

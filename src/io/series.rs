@@ -58,7 +58,7 @@ pub struct Series(Csv, bool);
 /// The columns; `n_meshes`: force and torque (about the mesh's centre) per mesh after the walls;
 /// `flow`: with flow engines, the particle count, then per engine (column prefix
 /// `outlet_<name>` or `inlet_<name>`) the count and mass removed or inserted so far.
-fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>) -> String {
+fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>, cell: bool) -> String {
     let mut head =
         String::from("step,time_s,dt_s,ke_trans_J,ke_rot_J,n_contacts,unbalanced,max_overlap_rel");
     for w in 0..n_walls {
@@ -75,8 +75,21 @@ fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>) -> St
             head += &format!(",{n}_count,{n}_mass_kg");
         }
     }
+    if cell {
+        head += CELL_COLUMNS;
+    }
     head
 }
+
+/// The deforming cell's columns (issue 23): the servo stage, log strains ln F_ii and the
+/// volumetric strain ln det F, the contact (Love–Weber) stress tensor and its kinetic part
+/// −(1/V) Σ m v′ ⊗ v′ (compression negative), the mean stress p = −tr σ/3 and deviator
+/// q = σ₁ − σ₃ of the contact stress (> 0 in compression), coordination 2 N_c/N, the cell
+/// (volume, H by rows), the diagonal of L, flips so far, the energies.
+pub const CELL_COLUMNS: &str = ",stage,strain_xx,strain_yy,strain_zz,strain_vol,\
+sxx_Pa,syy_Pa,szz_Pa,syz_Pa,sxz_Pa,sxy_Pa,kxx_Pa,kyy_Pa,kzz_Pa,kyz_Pa,kxz_Pa,kxy_Pa,p_Pa,q_Pa,\
+coordination,volume_m3,hxx_m,hxy_m,hxz_m,hyx_m,hyy_m,hyz_m,hzx_m,hzy_m,hzz_m,\
+lxx_per_s,lyy_per_s,lzz_per_s,flips,external_work_J";
 
 impl Series {
     /// `flow`: the flow engines' column prefixes when the scene has flow engines (else no flow columns).
@@ -85,9 +98,10 @@ impl Series {
         n_walls: usize,
         n_meshes: usize,
         flow: Option<&[String]>,
+        cell: bool,
     ) -> Result<Self> {
         Ok(Series(
-            Csv::open(path, &series_header(n_walls, n_meshes, flow), None)?,
+            Csv::open(path, &series_header(n_walls, n_meshes, flow, cell), None)?,
             flow.is_some(),
         ))
     }
@@ -99,10 +113,15 @@ impl Series {
         n_walls: usize,
         n_meshes: usize,
         flow: Option<&[String]>,
+        cell: bool,
         step: u64,
     ) -> Result<Self> {
         Ok(Series(
-            Csv::open(path, &series_header(n_walls, n_meshes, flow), Some(step))?,
+            Csv::open(
+                path,
+                &series_header(n_walls, n_meshes, flow, cell),
+                Some(step),
+            )?,
             flow.is_some(),
         ))
     }
@@ -126,6 +145,9 @@ impl Series {
             for (n, m) in &s.flow {
                 line += &format!(",{n},{m:.17e}");
             }
+        }
+        if let Some(c) = &s.cell {
+            line += &c.columns();
         }
         self.0.line(&line)
     }

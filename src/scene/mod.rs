@@ -66,6 +66,8 @@ pub struct Scene {
     pub flow: Vec<crate::engines::FlowEngine>,
     /// Load balancing of the ranks.
     pub balance: BalanceSpec,
+    /// The deforming periodic cell (issue 23), if any.
+    pub cell: Option<crate::engines::cell::CellEngine>,
 }
 
 /// Parse context: turns a field path into a positioned error.
@@ -427,6 +429,16 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
             format!("must be in [1, 100] (max over average cost per rank), got {t}"),
         ));
     }
+    let cell = match &sf.cell {
+        Some(c) => Some(cell_spec(
+            ctx,
+            c,
+            &sf,
+            &domain,
+            interaction_radius.is_some(),
+        )?),
+        None => None,
+    };
     let name = scene_name(ctx, &sf.name)?;
     Ok(Scene {
         name,
@@ -455,7 +467,115 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         strainer,
         flow,
         balance: sf.balance,
+        cell,
     })
+}
+
+/// The deforming periodic cell (issue 23), validated: a gradient only along periodic axes, the
+/// stages' parameters in range. What the cell does not support yet is refused by name.
+fn cell_spec(
+    ctx: &Ctx,
+    c: &CellSpec,
+    sf: &SceneFile,
+    domain: &Domain,
+    cpm: bool,
+) -> Result<crate::engines::cell::CellEngine> {
+    use crate::engines::cell::{CellEngine, Stage};
+    let p = domain.periodic;
+    if !p.iter().any(|&x| x) {
+        return Err(ctx.err("cell", "needs a periodic domain (domain.periodic)"));
+    }
+    for (what, bad) in [
+        ("walls", !sf.walls.is_empty()),
+        ("meshes", !sf.meshes.is_empty()),
+        ("inlets", !sf.inlets.is_empty()),
+        ("outlets", !sf.outlets.is_empty()),
+        ("strainer", sf.strainer.is_some()),
+        ("materials", cpm),
+    ] {
+        if bad {
+            return Err(ctx.err(
+                what,
+                "not supported with a deforming cell yet (frictional spheres in a fully or                  partly periodic cell only)",
+            ));
+        }
+    }
+    let mut l = crate::M3::zeros();
+    for (r, row) in c.velocity_gradient.iter().enumerate() {
+        let v = ctx.finite3("cell.velocity_gradient", *row)?;
+        for k in 0..3 {
+            l[(r, k)] = v[k];
+        }
+    }
+    for r in 0..3 {
+        for k in 0..3 {
+            if l[(r, k)] != 0.0 && !(p[r] && p[k]) {
+                return Err(ctx.err(
+                    "cell.velocity_gradient",
+                    format!(
+                        "L[{r}][{k}] moves a non-periodic axis ({}): only periodic axes deform",
+                        if p[r] {
+                            ["x", "y", "z"][k]
+                        } else {
+                            ["x", "y", "z"][r]
+                        }
+                    ),
+                ));
+            }
+        }
+    }
+    let mut stages = Vec::new();
+    for (k, s) in c.stages.iter().enumerate() {
+        let at = |f: &str| format!("cell.stages[{k}].{f}");
+        if !p.iter().all(|&x| x) {
+            return Err(ctx.err(
+                &format!("cell.stages[{k}]"),
+                "the servo needs all three axes periodic",
+            ));
+        }
+        if s.name.is_empty() {
+            return Err(ctx.err(&at("name"), "must not be empty"));
+        }
+        let goal = ctx.finite3(&at("goal"), s.goal)?;
+        let rate = ctx.finite3(&at("max_strain_rate"), s.max_strain_rate)?;
+        if rate.iter().any(|&r| r <= 0.0) {
+            return Err(ctx.err(&at("max_strain_rate"), "must be positive on every axis"));
+        }
+        ctx.positive(&at("max_unbalanced"), s.max_unbalanced)?;
+        ctx.non_negative(&at("abs_stress_tol"), s.abs_stress_tol)?;
+        ctx.non_negative(&at("rel_stress_tol"), s.rel_stress_tol)?;
+        if !(0.0..1.0).contains(&s.grow_damping) {
+            return Err(ctx.err(&at("grow_damping"), "must be in [0, 1)"));
+        }
+        if s.glob_update == 0 {
+            return Err(ctx.err(&at("glob_update"), "must be ≥ 1"));
+        }
+        let shear = ctx.finite3(&at("shear_rate"), s.shear_rate)?;
+        if let crate::engines::cell::Servo::Dynamic { mass: Some(m) } = s.servo {
+            ctx.positive(&at("servo"), m)?;
+        }
+        if let Some(phi) = s.friction_angle {
+            if !(0.0..std::f64::consts::FRAC_PI_2).contains(&phi) {
+                return Err(ctx.err(&at("friction_angle"), "must be in [0, π/2) rad"));
+            }
+        }
+        stages.push(Stage {
+            name: s.name.clone(),
+            goal,
+            stress_mask: s.stress_mask,
+            max_strain_rate: rate,
+            max_unbalanced: s.max_unbalanced,
+            abs_stress_tol: s.abs_stress_tol,
+            rel_stress_tol: s.rel_stress_tol,
+            grow_damping: s.grow_damping,
+            glob_update: s.glob_update,
+            servo: s.servo,
+            shear_rate: shear,
+            friction_angle: s.friction_angle,
+            reset_strain: s.reset_strain,
+        });
+    }
+    Ok(CellEngine::new(c.homothetic, c.flip, l, stages))
 }
 
 impl Scene {
@@ -1779,7 +1899,8 @@ impl Scene {
 pub fn check_overlaps(scene: &Scene, ps: &Particles, comm: &Comm) -> Result<()> {
     let mut grid = crate::collide::CellGrid::default();
     let mut cands = Vec::new();
-    crate::collide::sphere_candidates(ps, 0.0, &V3::repeat(1.0), &mut grid, &mut cands);
+    let cell = crate::cell::Cell::boxed(V3::zeros(), V3::repeat(1.0));
+    crate::collide::sphere_candidates(ps, 0.0, &cell, &mut grid, &mut cands);
     let warn = scene.interaction_radius.is_none();
     let mut deep = 0u64;
     let mut first = (u64::MAX, u64::MAX);
@@ -1845,11 +1966,7 @@ fn domain_spec(ctx: &Ctx, d: &DomainSpec) -> Result<Domain> {
     if (0..3).any(|a| hi[a] <= lo[a]) {
         return Err(ctx.err("domain.hi", "must exceed domain.lo on every axis"));
     }
-    Ok(Domain {
-        lo,
-        hi,
-        periodic: d.periodic,
-    })
+    Ok(Domain::new(lo, hi, d.periodic))
 }
 
 /// Default: bounding box of spheres, wall points and the boxes meshes sweep, enlarged by
@@ -1865,11 +1982,7 @@ fn default_domain(s: &Summary, walls: &[Wall], meshes: &[(V3, V3)]) -> Domain {
         hi = hi.sup(b);
     }
     let pad = ((hi - lo) * 0.5).sup(&V3::repeat(10.0 * s.rmax));
-    Domain {
-        lo: lo - pad,
-        hi: hi + pad,
-        periodic: [false; 3],
-    }
+    Domain::new(lo - pad, hi + pad, [false; 3])
 }
 
 /// Tile the base block `rep` times (LAMMPS `replicate`): the domain (the tile) grows along each
@@ -1933,9 +2046,11 @@ fn replicate(
             }
         }
     }
+    let mut hi = domain.hi;
     for a in (0..3).filter(|&a| rep[a] > 1) {
-        domain.hi[a] = domain.lo[a] + rep[a] as f64 * size[a];
+        hi[a] = domain.lo[a] + rep[a] as f64 * size[a];
     }
+    domain.set_box(domain.lo, hi);
     Ok(base.tiled(tiles.unwrap_or(1), &span))
 }
 

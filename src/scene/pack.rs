@@ -307,6 +307,7 @@ fn compact(
     }
     let skin = SKIN * r;
     let reach = 2.0 * r + skin;
+    let dom = crate::domain::Domain::new(shape.lo, shape.hi, dec.periodic);
     let (mut pairs, mut walls) = (PairList::default(), PairList::default());
     let (mut reference, mut disp) = (Vec::new(), Vec::new());
     let mut cells = Cells::default();
@@ -319,9 +320,9 @@ fn compact(
         if rebuild {
             ps.truncate_ghosts();
             if parallel {
-                halo.migrate(comm, dec, &mut ps, &mut pairs, &mut walls, sweep)?;
+                halo.migrate(comm, dec, &dom, &mut ps, &mut pairs, &mut walls, sweep)?;
             }
-            halo.build_ghosts(comm, dec, &mut ps, &(shape.hi - shape.lo), reach);
+            halo.build_ghosts(comm, dec, &mut ps, &dom, reach);
             reference.clear();
             reference.extend_from_slice(&ps.pos[..ps.n_owned]);
         }

@@ -86,6 +86,98 @@ pub struct SceneFile {
     /// "Load balancing").
     #[serde(default)]
     pub balance: BalanceSpec,
+    /// A deforming periodic cell: velocity gradient, stress servo stages (issue 23; default
+    /// none, a static box). docs/scene-format.md "Deforming periodic cell".
+    #[serde(default)]
+    pub cell: Option<CellSpec>,
+}
+
+/// The deforming periodic cell (`engines/cell.rs`; Yade `Cell` + `PeriTriaxController`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Cell")]
+pub struct CellSpec {
+    /// How particles follow the cell: `Velocity` (Yade `homoDeform` 2, default) or `Position`
+    /// (Woo `homoDeform` 1).
+    #[serde(default, alias = "homoDeform")]
+    pub homothetic: crate::engines::cell::Homothetic,
+    /// Flip the cell to a less skewed basis when a tilt passes half an edge (Yade
+    /// `flipFlippable`; default true).
+    #[serde(default = "yes", alias = "flipFlippable")]
+    pub flip: bool,
+    /// Velocity gradient L [1/s] outside the stages, by rows ((Lxx, Lxy, Lxz), (Lyx, ...), ...)
+    /// (Yade `velGrad`; default zero).
+    #[serde(default, alias = "velGrad")]
+    pub velocity_gradient: [Vec3; 3],
+    /// Servo stages run in order; the run ends after the last (default none).
+    #[serde(default)]
+    pub stages: Vec<StageSpec>,
+}
+
+/// One stage of the stress servo (Yade `PeriTriaxController`, its attribute names as aliases).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Stage")]
+pub struct StageSpec {
+    pub name: String,
+    /// Per axis: stress [Pa] (compression negative) where `stress_mask` is set, else the log
+    /// strain ln F_ii to reach.
+    pub goal: Vec3,
+    /// Stress-controlled axes (Yade `stressMask` bits 0, 1, 2; default all).
+    #[serde(default = "yes3", alias = "stressMask")]
+    pub stress_mask: [bool; 3],
+    /// Largest |L_ii| [1/s] per axis (Yade `maxStrainRate`, default (1, 1, 1)).
+    #[serde(default = "one_f3", alias = "maxStrainRate")]
+    pub max_strain_rate: Vec3,
+    /// Unbalanced force below which the stage may end (Yade `maxUnbalanced`, default 1e-4).
+    #[serde(default = "default_max_unbalanced", alias = "maxUnbalanced")]
+    pub max_unbalanced: f64,
+    /// Stress tolerances (Yade `absStressTol` 1e3 Pa, `relStressTol` 3e-5).
+    #[serde(default = "default_abs_stress_tol", alias = "absStressTol")]
+    pub abs_stress_tol: f64,
+    #[serde(default = "default_rel_stress_tol", alias = "relStressTol")]
+    pub rel_stress_tol: f64,
+    /// Yade `growDamping` (default 0.25).
+    #[serde(default = "default_grow_damping", alias = "growDamping")]
+    pub grow_damping: f64,
+    /// Steps between stress measurements (Yade `globUpdate`, default 5).
+    #[serde(default = "default_glob_update", alias = "globUpdate")]
+    pub glob_update: u64,
+    /// How stress-controlled axes set their rate: `Affine` (default), `Yade` (its stiffness
+    /// servo, literally) or `Dynamic(mass: ...)` (Yade `dynCell`).
+    #[serde(default)]
+    pub servo: crate::engines::cell::Servo,
+    /// Off-diagonal velocity gradient (L_xy, L_xz, L_yz) [1/s] during the stage (default 0).
+    #[serde(default = "zero3")]
+    pub shear_rate: Vec3,
+    /// Friction angle [rad] that every frictional material and contact takes when the stage
+    /// starts (default: unchanged).
+    #[serde(default)]
+    pub friction_angle: Option<f64>,
+    /// Strains count from the cell at the start of the stage (Yade `cell.trsf = I`; default
+    /// false).
+    #[serde(default)]
+    pub reset_strain: bool,
+}
+
+fn yes3() -> [bool; 3] {
+    [true; 3]
+}
+fn one_f3() -> Vec3 {
+    [1.0; 3]
+}
+fn default_max_unbalanced() -> f64 {
+    1e-4
+}
+fn default_abs_stress_tol() -> f64 {
+    1e3
+}
+fn default_rel_stress_tol() -> f64 {
+    3e-5
+}
+fn default_grow_damping() -> f64 {
+    0.25
+}
+fn default_glob_update() -> u64 {
+    5
 }
 
 /// Load balancing: the rank grid's cut planes move to even out the modelled cost per rank
