@@ -914,7 +914,13 @@ impl Simulation {
             }
         }
         match (&mut self.cell, &e.cell) {
-            (Some(c), Some(s)) => c.restore(s, &mut self.domain.cell),
+            (Some(c), Some(s)) => {
+                c.restore(s, &mut self.domain.cell);
+                // the stages' friction reaches the materials (the contacts have it already)
+                if let Some(phi) = s.friction {
+                    self.set_friction(phi);
+                }
+            }
             (None, None) => {}
             _ => {
                 return Err(Error::Input(
@@ -1434,6 +1440,7 @@ impl Simulation {
                     c.trsf = M3::identity();
                 }
                 c.started = true;
+                c.friction = st.friction_angle.or(c.friction);
             }
         }
         let m = measure.then(|| self.cell_measure());

@@ -173,6 +173,8 @@ pub struct CellState {
     pub stress: [f64; 3],
     pub stress_tensor: [[f64; 3]; 3],
     pub stiff: [f64; 3],
+    pub affine_stiff: [f64; 3],
+    pub mass: f64,
     pub prev_grow: [f64; 3],
     pub all_ok: bool,
     pub unbalanced: Option<f64>,
@@ -180,6 +182,9 @@ pub struct CellState {
     pub flips: u64,
     /// The stage's start-of-stage actions were done.
     pub started: bool,
+    /// The friction angle the stages set last (re-applied to the materials on restart).
+    #[serde(default)]
+    pub friction: Option<f64>,
 }
 
 fn to_a(m: &M3) -> [[f64; 3]; 3] {
@@ -224,6 +229,8 @@ pub struct CellEngine {
     pub external_work: f64,
     pub flips: u64,
     pub started: bool,
+    /// The friction angle a stage set last (the materials' and contacts').
+    pub friction: Option<f64>,
 }
 
 impl CellEngine {
@@ -250,6 +257,7 @@ impl CellEngine {
             external_work: 0.0,
             flips: 0,
             started: false,
+            friction: None,
         }
     }
 
@@ -458,12 +466,15 @@ impl CellEngine {
             stress: self.stress.into(),
             stress_tensor: to_a(&self.stress_tensor),
             stiff: self.stiff.into(),
+            affine_stiff: self.affine_stiff.into(),
+            mass: self.mass,
             prev_grow: self.prev_grow.into(),
             all_ok: self.all_ok,
             unbalanced: self.unbalanced,
             external_work: self.external_work,
             flips: self.flips,
             started: self.started,
+            friction: self.friction,
         }
     }
 
@@ -482,12 +493,15 @@ impl CellEngine {
         self.stress = s.stress.into();
         self.stress_tensor = from_a(&s.stress_tensor);
         self.stiff = s.stiff.into();
+        self.affine_stiff = s.affine_stiff.into();
+        self.mass = s.mass;
         self.prev_grow = s.prev_grow.into();
         self.all_ok = s.all_ok;
         self.unbalanced = s.unbalanced;
         self.external_work = s.external_work;
         self.flips = s.flips;
         self.started = s.started;
+        self.friction = s.friction;
     }
 }
 

@@ -1,0 +1,205 @@
+//! The deforming periodic cell across MPI ranks (issue 23, acceptance 3): a periodic
+//! triaxial test (isotropic compression by the servo, then drained triaxial shear) and a
+//! simple shear through cell flips, in reproducible mode, give the same bits on every layout
+//! and across a restart mid-shear. Scene: 300 frictional spheres (r = 0.5 mm ± 30 %,
+//! E = 2e7 Pa) in a fully periodic cell.
+
+mod support;
+
+use support::*;
+
+/// The triaxial scene: "iso" to 50 kPa frictionless, then "triax" with tan φ = 0.5 at
+/// constant lateral stress, axial log strain to −2 %; `extra` goes into the scene.
+fn triax(extra: &str) -> String {
+    format!(
+        "Scene(
+    materials: [Frict(name: \"g\", young: 2e7, poisson: 0.3, friction_angle: 0.5, density: 2650.0)],
+    spheres: [RandomFill(material: \"g\", lo: (0.0, 0.0, 0.0), hi: (0.0095, 0.0095, 0.0095), count: 300,
+                         radius: 0.0005, polydispersity: 0.3, seed: 3)],
+    damping: 0.2,
+    dt: PWave(0.5),
+    run: Steps(400000),
+    reproducible: true,
+    domain: Domain(lo: (0.0, 0.0, 0.0), hi: (0.0095, 0.0095, 0.0095), periodic: (true, true, true)),
+    output: Output(series_every: 500, snapshot_every: 0),
+    {extra}
+)"
+    )
+}
+
+const TRIAX_STAGES: &str = "cell: Cell(stages: [
+        Stage(name: \"iso\", goal: (-5e4, -5e4, -5e4), max_strain_rate: (5.0, 5.0, 5.0),
+              max_unbalanced: 2e-2, rel_stress_tol: 1e-2, friction_angle: Some(0.0)),
+        Stage(name: \"triax\", goal: (-5e4, -5e4, -0.02), stress_mask: (true, true, false),
+              max_strain_rate: (5.0, 5.0, 0.5), max_unbalanced: 10.0,
+              friction_angle: Some(0.4636476090008061), reset_strain: true),
+    ]),";
+
+/// Compression, then simple shear at constant volume: L_xz = 20/s, the diagonal held at zero
+/// strain rate (strain goals 0 from the stage's start); the z edge tilts past half the x
+/// edge after ~12 000 steps and the cell flips.
+const SHEAR_STAGES: &str = "cell: Cell(stages: [
+        Stage(name: \"iso\", goal: (-5e4, -5e4, -5e4), max_strain_rate: (5.0, 5.0, 5.0),
+              max_unbalanced: 2e-2, rel_stress_tol: 1e-2, friction_angle: Some(0.0)),
+        Stage(name: \"shear\", goal: (0.0, 0.0, 0.0), stress_mask: (false, false, false),
+              shear_rate: (0.0, 20.0, 0.0), max_unbalanced: 1e-9,
+              friction_angle: Some(0.4636476090008061), reset_strain: true),
+    ]),";
+
+fn run(tmp: &TempDir, scene: &str, ranks: usize, threads: usize, out: &str, extra: &[&str]) {
+    let dir = tmp.0.join(out);
+    let mut args = vec!["--out", dir.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    args.push(scene);
+    let o = demhpc(ranks, threads, &args, &tmp.0);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+}
+
+/// Column `name` of series.csv as text (every row).
+fn column(series: &str, name: &str) -> Vec<String> {
+    let mut lines = series.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let c = head.iter().position(|h| *h == name).unwrap();
+    lines
+        .map(|l| l.split(',').nth(c).unwrap().to_string())
+        .collect()
+}
+
+/// The triaxial test on 1, 2, 4 and 8 ranks (1 thread) and 2 ranks × 2 threads: the final
+/// state and every series row (stresses, strains, the cell) bit-identical; it reached the
+/// shear stage with the axial stress above the lateral; a restart from the checkpoint at
+/// step 50 000 (mid-shear, written on 2 ranks) continues on 3 ranks with the same bits.
+#[test]
+fn triaxial_is_bitwise_on_any_layout_and_across_restart() {
+    let tmp = TempDir::new("cell_triax");
+    let steps = "56000";
+    std::fs::write(
+        tmp.0.join("t.ron"),
+        triax(&format!(
+            "checkpoint: (every: 25000, keep: 4),\n    {TRIAX_STAGES}"
+        )),
+    )
+    .unwrap();
+    let layouts = [(1, 1), (2, 1), (4, 1), (8, 1), (2, 2)];
+    let (_, series) = same_bits_on_layouts(&layouts, |r, t, out| {
+        run(&tmp, "t.ron", r, t, out, &["--steps", steps]);
+        let d = tmp.0.join(out);
+        (
+            read_state(&d.join("snapshots/snap_000056000.h5")),
+            std::fs::read_to_string(d.join("series.csv")).unwrap(),
+        )
+    });
+    let stage = column(&series, "stage");
+    assert_eq!(
+        stage.last().unwrap(),
+        "1",
+        "not in the shear stage at the end"
+    );
+    let (sxx, szz) = (column(&series, "sxx_Pa"), column(&series, "szz_Pa"));
+    let (x, z): (f64, f64) = (
+        sxx.last().unwrap().parse().unwrap(),
+        szz.last().unwrap().parse().unwrap(),
+    );
+    eprintln!("end: sxx {x:e} szz {z:e}");
+    assert!(z / x > 1.3, "axial {z:e} vs lateral {x:e}");
+    // restart mid-shear on 3 ranks from the 2-rank checkpoint
+    let ck = tmp.0.join("o2_1/checkpoints/ckpt_0000050000.h5");
+    let ck_series = std::fs::read_to_string(tmp.0.join("o2_1/series.csv")).unwrap();
+    assert_eq!(
+        column(&ck_series, "stage")[99],
+        "1",
+        "the checkpoint at 50 000 is not mid-shear"
+    );
+    let dir = tmp.0.join("restart");
+    let o = demhpc(
+        3,
+        1,
+        &[
+            "--restart",
+            ck.to_str().unwrap(),
+            "--steps",
+            steps,
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+        &tmp.0,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let a = read_state(&tmp.0.join("o1_1/snapshots/snap_000056000.h5"));
+    let b = read_state(&dir.join("snapshots/snap_000056000.h5"));
+    assert!(a == b, "the restart on 3 ranks diverged");
+    let rest = std::fs::read_to_string(dir.join("series.csv")).unwrap();
+    let tail = |s: &str| {
+        s.lines()
+            .filter(|l| !l.starts_with("step"))
+            .filter(|l| l.split(',').next().unwrap().parse::<u64>().unwrap() > 50000)
+            .map(String::from)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        tail(&rest),
+        tail(&series),
+        "series after the restart differ"
+    );
+}
+
+/// Simple shear through cell flips on 1 and 3 ranks: bit-identical state and series, the cell
+/// flipped (the `flips` column) and its tilt stayed within half the x edge; a restart after
+/// the first flip (2-rank checkpoint, continued on 1 rank) gives the same bits.
+#[test]
+fn simple_shear_flips_bitwise_on_ranks_and_across_restart() {
+    let tmp = TempDir::new("cell_shear");
+    let steps = "66000";
+    std::fs::write(
+        tmp.0.join("s.ron"),
+        triax(&format!(
+            "checkpoint: (every: 6000, keep: 20),\n    {SHEAR_STAGES}"
+        )),
+    )
+    .unwrap();
+    let layouts = [(1, 1), (3, 1), (2, 1)];
+    let (_, series) = same_bits_on_layouts(&layouts, |r, t, out| {
+        run(&tmp, "s.ron", r, t, out, &["--steps", steps]);
+        let d = tmp.0.join(out);
+        (
+            read_state(&d.join("snapshots/snap_000066000.h5")),
+            std::fs::read_to_string(d.join("series.csv")).unwrap(),
+        )
+    });
+    let flips = column(&series, "flips");
+    let n_flips: u64 = flips.last().unwrap().parse().unwrap();
+    eprintln!("{n_flips} flips");
+    assert!(n_flips >= 1, "the cell never flipped");
+    let (hxx, hxz) = (column(&series, "hxx_m"), column(&series, "hxz_m"));
+    for (a, b) in hxx.iter().zip(&hxz) {
+        let (a, b): (f64, f64) = (a.parse().unwrap(), b.parse().unwrap());
+        assert!(b.abs() <= 0.5 * a * 1.01, "tilt {b:e} of {a:e}");
+    }
+    // the first checkpoint after the first flip
+    let steps_col = column(&series, "step");
+    let first = flips.iter().position(|f| f != "0").unwrap();
+    let at: u64 = steps_col[first].parse().unwrap();
+    let ck_step = at.div_ceil(6000) * 6000;
+    assert!(ck_step < 66000, "no checkpoint after the flip at {at}");
+    let ck = tmp
+        .0
+        .join(format!("o2_1/checkpoints/ckpt_{ck_step:010}.h5"));
+    let dir = tmp.0.join("restart");
+    let o = demhpc(
+        1,
+        1,
+        &[
+            "--restart",
+            ck.to_str().unwrap(),
+            "--steps",
+            steps,
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+        &tmp.0,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let a = read_state(&tmp.0.join("o1_1/snapshots/snap_000066000.h5"));
+    let b = read_state(&dir.join("snapshots/snap_000066000.h5"));
+    assert!(a == b, "the restart after the flip diverged");
+}
