@@ -258,7 +258,12 @@ impl<'a> Advance<'a> {
     /// # Safety
     /// No other thread may advance an overlapping range at the same time, and nothing else
     /// may access these particles' kinematics meanwhile.
-    unsafe fn range<F>(&self, r: std::ops::Range<usize>, contacts: &F) -> Moved
+    unsafe fn range<F, T: Tally>(
+        &self,
+        r: std::ops::Range<usize>,
+        contacts: &F,
+        tally: &mut T,
+    ) -> Moved
     where
         F: Fn(usize, &mut [V3], &mut [V3]),
     {
@@ -276,6 +281,7 @@ impl<'a> Advance<'a> {
         let mut d2 = [0.0; LANES];
         let mut trig = [false; LANES];
         let mut moved_ref = [V3::zeros(); LANES];
+        let (mut v0, mut w0) = ([V3::zeros(); LANES], [V3::zeros(); LANES]);
         for b0 in (0..len).step_by(LANES) {
             let n = LANES.min(len - b0);
             let p0 = r.start + b0;
@@ -305,6 +311,10 @@ impl<'a> Advance<'a> {
                 affine_block(af, xb, wb, refs, &mut moved_ref);
                 refs = &moved_ref[..n];
             }
+            if T::ON {
+                v0[..n].copy_from_slice(&v[b0..b0 + n]);
+                w0[..n].copy_from_slice(&w[b0..b0 + n]);
+            }
             let blk = Block {
                 x: &mut x[b0..b0 + n],
                 v: &mut v[b0..b0 + n],
@@ -320,6 +330,27 @@ impl<'a> Advance<'a> {
                 trig: &mut trig[..n],
             };
             self.kernel.advance(blk, self.dt, self.lambda, gu);
+            if T::ON {
+                for k in 0..n {
+                    let p = p0 + k;
+                    let (m, bl) = (self.mass[p], self.blocked[p]);
+                    // the total force (gravity inside `f` when damped with it, else apart)
+                    let ft = f[k] + gu * m;
+                    let vm = (v0[k] + v[b0 + k]) * 0.5;
+                    let wm = (w0[k] + w[b0 + k]) * 0.5;
+                    let (mut work, mut grav) = (0.0, 0.0);
+                    for a in (0..3).filter(|a| bl & (1 << a) == 0) {
+                        work += ft[a] * vm[a];
+                        grav += m * self.g[a] * vm[a];
+                    }
+                    for a in (0..3).filter(|a| bl & (8 << a) == 0) {
+                        work += t[k][a] * wm[a];
+                    }
+                    let ke = 0.5 * m * (v[b0 + k].norm_squared() - v0[k].norm_squared())
+                        + 0.5 * self.inertia[p] * (w[b0 + k].norm_squared() - w0[k].norm_squared());
+                    tally.add(ke, work * self.dt, grav * self.dt);
+                }
+            }
             for k in 0..n {
                 if trig[k] {
                     // |ω Δt| ≥ 1e-3: the old orientation is still there (`step_core`)
@@ -351,6 +382,49 @@ fn affine_block(af: &Affine, x: &mut [V3], w: &mut [V3], refs: &[V3], moved_ref:
         }
         x[k] += af.step_map * r;
         moved_ref[k] = af.o + af.a * (refs[k] - af.o);
+    }
+}
+
+/// What the integrator's energy tracking adds up (scene `energy: true`): per particle and
+/// step, the change of the kinetic energy ½ m v² + ½ I ω², the work of the total force and
+/// torque over the step, F · ½(v₋ + v₊) Δt + T · ½(ω₋ + ω₊) Δt, and the work of gravity. For
+/// the leapfrog step without damping the first two are equal (½ m (v₊² − v₋²) = F · ½(v₋ +
+/// v₊) Δt exactly): their difference is the work of Cundall's damping. A no-op [`NoTally`]
+/// compiles the tracking away.
+pub trait Tally {
+    const ON: bool;
+    fn add(&mut self, d_ke: f64, work: f64, gravity: f64);
+}
+
+/// No energy tracking.
+pub struct NoTally;
+
+impl Tally for NoTally {
+    const ON: bool = false;
+    #[inline(always)]
+    fn add(&mut self, _: f64, _: f64, _: f64) {}
+}
+
+/// Exact sums of the integrator's energy terms ([`Tally`]): [ΔKE, the damping's dissipation
+/// (work − ΔKE, per particle), gravity's work].
+#[derive(Clone, Debug, Default)]
+pub struct EnergyTally(pub [crate::domain::exact::ExactSum; 3]);
+
+impl Tally for EnergyTally {
+    const ON: bool = true;
+    fn add(&mut self, d_ke: f64, work: f64, gravity: f64) {
+        self.0[0].add(d_ke);
+        self.0[1].add(work - d_ke);
+        self.0[2].add(gravity);
+    }
+}
+
+impl EnergyTally {
+    fn merge(mut self, o: EnergyTally) -> Self {
+        for (a, b) in self.0.iter_mut().zip(&o.0) {
+            a.merge(b);
+        }
+        self
     }
 }
 
@@ -574,6 +648,7 @@ pub fn leapfrog<F>(
     record_force: bool,
     want_box: bool,
     affine: Option<Affine>,
+    energy: Option<&mut EnergyTally>,
     contacts: F,
 ) -> Moved
 where
@@ -582,11 +657,30 @@ where
     let lf = Advance::new(ps, reference, dt, lambda, g, record_force, want_box)
         .damp_gravity(damp_gravity)
         .affine(affine);
-    (0..lf.chunks())
-        .into_par_iter()
-        // SAFETY: the chunks are disjoint.
-        .map(|c| unsafe { lf.chunk(c, &contacts) })
-        .reduce(|| Moved::NONE, Moved::join)
+    let chunks = 0..lf.chunks();
+    match energy {
+        None => chunks
+            .into_par_iter()
+            // SAFETY: the chunks are disjoint.
+            .map(|c| unsafe { lf.chunk(c, &contacts) })
+            .reduce(|| Moved::NONE, Moved::join),
+        Some(e) => {
+            let (moved, t) = chunks
+                .into_par_iter()
+                .map(|c| {
+                    let mut t = EnergyTally::default();
+                    // SAFETY: the chunks are disjoint.
+                    let m = unsafe { lf.range(lf.chunk_range(c), &contacts, &mut t) };
+                    (m, t)
+                })
+                .reduce(
+                    || (Moved::NONE, EnergyTally::default()),
+                    |a, b| (a.0.join(b.0), a.1.merge(b.1)),
+                );
+            *e = std::mem::take(e).merge(t);
+            moved
+        }
+    }
 }
 
 impl Advance<'_> {
@@ -607,7 +701,7 @@ impl Advance<'_> {
     where
         F: Fn(usize, &mut [V3], &mut [V3]),
     {
-        self.range(self.chunk_range(c), contacts)
+        self.range(self.chunk_range(c), contacts, &mut NoTally)
     }
 }
 
@@ -648,6 +742,7 @@ mod tests {
                     damp_gravity,
                     true,
                     false,
+                    None,
                     None,
                     |_, f, t| {
                         f.fill(V3::zeros());

@@ -280,13 +280,14 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let n_meshes = sim.meshes.meshes.len();
     let outlets = sim.flow.as_ref().map(|f| f.columns());
     let outlets = outlets.as_deref();
-    let has_cell = sim.cell.is_some();
+    let more = crate::io::series::Extra {
+        cell: sim.cell.is_some(),
+        energy: sim.energy.is_some(),
+    };
     let series = match (root, opts.restart.is_some()) {
-        (true, false) => {
-            Series::create(&series_path, n_walls, n_meshes, outlets, has_cell).map(Some)
-        }
+        (true, false) => Series::create(&series_path, n_walls, n_meshes, outlets, more).map(Some),
         (true, true) => {
-            Series::resume(&series_path, n_walls, n_meshes, outlets, has_cell, sim.step).map(Some)
+            Series::resume(&series_path, n_walls, n_meshes, outlets, more, sim.step).map(Some)
         }
         (false, _) => Ok(None),
     };

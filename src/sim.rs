@@ -68,6 +68,8 @@ pub struct Stats {
     pub flow: Vec<(u64, f64)>,
     /// The deforming cell's columns (scenes with a `cell`).
     pub cell: Option<crate::engines::cell::CellRow>,
+    /// The energy budget (scenes with `energy: true`).
+    pub energy: Option<Budget>,
 }
 
 /// One rank's share of a checkpoint, as `io::checkpoint` reads it.
@@ -91,6 +93,43 @@ pub struct Restored {
     pub leading: Vec<(u64, u64)>,
     /// Engine state (text; empty = none).
     pub engines: String,
+}
+
+/// The energy budget's cumulative terms on one rank (issue 23; Yade `O.energy`): exact sums,
+/// so that their sum over the ranks has the same bits on any layout. `integ`: the
+/// integrator's ΔKE, work of all forces and of gravity (`integrate::EnergyTally`);
+/// `contact`: frictional slip work, viscous work and the mean field's work through the
+/// contacts (`contact::batch`).
+#[derive(Clone, Debug, Default)]
+pub struct EnergyBook {
+    pub integ: integrate::EnergyTally,
+    pub contact: [ExactSum; 3],
+}
+
+/// The energy budget over all ranks, in joules (collective: [`Simulation::energy_budget`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Budget {
+    /// Kinetic energy (fluctuation velocities; translation and rotation).
+    pub kinetic: f64,
+    /// Elastic energy stored in the contacts (½ K_N u_N² + ½ |F_T|²/K_T).
+    pub elastic: f64,
+    /// Dissipated by frictional slip, by viscous dashpots, by Cundall damping.
+    pub friction: f64,
+    pub viscous: f64,
+    pub damping: f64,
+    /// Work done on the particles by gravity and by the boundary (the deforming cell's mean
+    /// field through the contacts).
+    pub gravity: f64,
+    pub boundary: f64,
+}
+
+impl Budget {
+    /// kinetic + elastic + dissipated − work done: constant when the budget closes.
+    pub fn total(&self) -> f64 {
+        self.kinetic + self.elastic + self.friction + self.viscous + self.damping
+            - self.gravity
+            - self.boundary
+    }
 }
 
 /// CPM set-up of a simulation whose materials are all CPM.
@@ -139,6 +178,10 @@ struct EngineState {
     /// The deforming cell: H, gradients, servo (scenes with a `cell`; serde default).
     #[serde(default)]
     cell: Option<crate::engines::cell::CellState>,
+    /// The energy budget's cumulative terms summed over all ranks, as exact-sum limbs
+    /// (`EnergyBook`: ΔKE, damping, gravity, friction, viscous, boundary).
+    #[serde(default)]
+    energy: Option<Vec<Vec<i64>>>,
 }
 
 #[derive(Clone)]
@@ -209,6 +252,8 @@ pub struct Simulation {
     /// The deforming periodic cell (issue 23): its gradient moves `domain.cell` and the mean
     /// field; `None` for a static box.
     pub cell: Option<CellEngine>,
+    /// Energy tracking (scene `energy: true`): this rank's cumulative terms.
+    pub energy: Option<EnergyBook>,
     /// Extra candidate distance for CPM links: (R_I − 1)·2 r_max (0 otherwise).
     reach_extra: f64,
     grid: CellGrid,
@@ -687,6 +732,7 @@ impl Simulation {
             strainer,
             strainer_wanted: scene.strainer.is_some(),
             flow: crate::engines::Flow::new(scene.flow),
+            energy: scene.energy.then(EnergyBook::default),
             cell: scene.cell.map(|mut c| {
                 c.h_ref = h0;
                 c
@@ -855,6 +901,7 @@ impl Simulation {
             && self.meshes.is_empty()
             && self.flow.is_none()
             && self.cell.is_none()
+            && self.energy.is_none()
         {
             return String::new();
         }
@@ -865,6 +912,12 @@ impl Simulation {
             mesh_ref_time: (!self.meshes.is_empty()).then(|| self.meshes.ref_time()),
             flow: self.flow.as_ref().map(|f| f.state()),
             cell: self.cell.as_ref().map(|c| c.state(&self.domain.cell)),
+            // collective: every rank writes the same text (`io::checkpoint`)
+            energy: self.energy.as_ref().map(|b| {
+                let mut s: Vec<ExactSum> = b.integ.0.iter().chain(&b.contact).cloned().collect();
+                self.comm.sum_exact(&mut s);
+                s.iter().map(|x| x.to_limbs()).collect()
+            }),
         };
         ron::to_string(&e).unwrap_or_default()
     }
@@ -876,6 +929,7 @@ impl Simulation {
                 || self.strainer.is_some()
                 || self.flow.is_some()
                 || self.cell.is_some()
+                || self.energy.is_some()
             {
                 return Err(Error::Input(
                     "the checkpoint holds no CPM/strainer/flow/cell state but the scene has them"
@@ -910,6 +964,27 @@ impl Simulation {
             _ => {
                 return Err(Error::Input(
                     "the checkpoint and the scene disagree about inlets/outlets".into(),
+                ))
+            }
+        }
+        match (&mut self.energy, &e.energy) {
+            (Some(b), Some(limbs)) => {
+                // the totals on rank 0, zeros elsewhere: their sum over the ranks is the same
+                *b = EnergyBook::default();
+                if self.comm.is_root() {
+                    let sums: Option<Vec<ExactSum>> =
+                        limbs.iter().map(|l| ExactSum::from_limbs(l)).collect();
+                    let sums = sums
+                        .filter(|s| s.len() == 6)
+                        .ok_or_else(|| Error::Input("checkpoint energy state: bad sums".into()))?;
+                    b.integ.0.clone_from_slice(&sums[..3]);
+                    b.contact.clone_from_slice(&sums[3..]);
+                }
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::Input(
+                    "the checkpoint and the scene disagree about energy tracking".into(),
                 ))
             }
         }
@@ -1224,10 +1299,14 @@ impl Simulation {
             st.pre_step(self.step, self.dt, &mut self.ps);
         }
         let tasks = self.slots.task_ranges().len();
+        if self.energy.is_some() {
+            self.pairs.work.resize(self.pairs.len(), [0.0; 3]);
+        }
         if self.fuse
             && tasks >= 2
             && self.cpm.is_none()
             && self.cell.is_none()
+            && self.energy.is_none()
             && self.wall_pairs.is_empty()
             && !self.slots.canonical()
         {
@@ -1272,6 +1351,7 @@ impl Simulation {
             },
         );
         self.slots.fold_deferred();
+        self.tally_contacts();
         let affine = self.cell_servo(cell_due)?;
         let t2 = Instant::now();
         let gather = self.slots.gather();
@@ -1285,6 +1365,7 @@ impl Simulation {
             record,
             self.want_box,
             affine,
+            self.energy.as_mut().map(|b| &mut b.integ),
             |p0, f, t| gather.take_block(p0, f, t),
         );
         self.timers.contact += t2 - t1;
@@ -1453,6 +1534,49 @@ impl Simulation {
         };
         c.servo(m, size, max_span, dt, volume);
         Ok(Some(c.affine(&self.domain.cell, dt)))
+    }
+
+    /// Energy tracking: this step's slip, viscous and boundary work of the contacts (the
+    /// contact loop's per-pair entries, `PairList::work`), each contact once (on the rank
+    /// owning its particle 1), into this rank's cumulative exact sums.
+    fn tally_contacts(&mut self) {
+        let Some(book) = &mut self.energy else {
+            return;
+        };
+        let (pairs, n) = (&self.pairs, self.ps.n_owned);
+        for k in 0..pairs.len() {
+            if pairs.active[k] && (pairs.i[k] as usize) < n {
+                for (s, &w) in book.contact.iter_mut().zip(&pairs.work[k]) {
+                    s.add(w);
+                }
+            }
+        }
+    }
+
+    /// The energy budget now (collective): the state terms (kinetic, elastic) from the
+    /// current state, the cumulative terms summed over the ranks; `None` without tracking.
+    /// Its [`Budget::total`] stays constant to the integration error (tests/energy.rs).
+    pub fn energy_budget(&self) -> Option<Budget> {
+        let book = self.energy.as_ref()?;
+        let ps = &self.ps;
+        let mut s: Vec<ExactSum> = book.integ.0.iter().chain(&book.contact).cloned().collect();
+        let mut ke = ExactSum::new();
+        for i in 0..ps.n_owned {
+            ke.add(0.5 * ps.mass[i] * ps.vel[i].norm_squared());
+            ke.add(0.5 * ps.inertia[i] * ps.angvel[i].norm_squared());
+        }
+        s.push(ke);
+        self.comm.sum_exact(&mut s);
+        let v: Vec<f64> = s.iter().map(|x| x.value()).collect();
+        Some(Budget {
+            kinetic: v[6],
+            elastic: self.elastic_energy(),
+            friction: v[3],
+            viscous: v[4],
+            damping: v[1],
+            gravity: v[2],
+            boundary: v[5],
+        })
     }
 
     /// The servo's measurement (Yade `PeriTriaxController::strainStressStiffUpdate`): the
@@ -1730,6 +1854,7 @@ impl Simulation {
                     external_work: c.external_work,
                 }
             }),
+            energy: self.energy_budget(),
         }
     }
 

@@ -435,6 +435,40 @@ bad!(
     "velocities must be finite"
 );
 
+// The deforming periodic cell and the energy budget (issue 23).
+bad!(cell_not_periodic, At::Scene, 13, "needs a periodic domain");
+bad!(
+    cell_gradient_open_axis,
+    At::Scene,
+    13,
+    "moves a non-periodic axis (z)"
+);
+bad!(
+    cell_stage_rate,
+    At::Scene,
+    13,
+    "max_strain_rate: must be positive"
+);
+bad!(
+    cell_grow_damping,
+    At::Scene,
+    13,
+    "grow_damping: must be in [0, 1)"
+);
+bad!(
+    cell_with_walls,
+    At::Scene,
+    13,
+    "walls: not supported with a deforming cell"
+);
+bad!(energy_hertz, At::Scene, 4, "only `Frict` materials");
+bad!(
+    energy_position_mode,
+    At::Scene,
+    14,
+    "the boundary's work needs `Velocity`"
+);
+
 /// A scene written by the test into `tmp/in/` (with its data files), run from `tmp/run/`.
 struct Written {
     _tmp: TempDir,

@@ -1,8 +1,8 @@
 //! The deforming periodic cell across MPI ranks (issue 23, acceptance 3): a periodic
 //! triaxial test (isotropic compression by the servo, then drained triaxial shear) and a
 //! simple shear through cell flips, in reproducible mode, give the same bits on every layout
-//! and across a restart mid-shear. Scene: 300 frictional spheres (r = 0.5 mm ± 30 %,
-//! E = 2e7 Pa) in a fully periodic cell.
+//! and across a restart mid-shear (the energy budget's columns too: exact sums). Scene: 300
+//! frictional spheres (r = 0.5 mm ± 30 %, E = 2e7 Pa) in a fully periodic cell.
 
 mod support;
 
@@ -20,6 +20,7 @@ fn triax(extra: &str) -> String {
     dt: PWave(0.5),
     run: Steps(400000),
     reproducible: true,
+    energy: true,
     domain: Domain(lo: (0.0, 0.0, 0.0), hi: (0.0095, 0.0095, 0.0095), periodic: (true, true, true)),
     output: Output(series_every: 500, snapshot_every: 0),
     {extra}

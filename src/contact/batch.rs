@@ -289,6 +289,45 @@ impl Lanes {
         }
     }
 
+    /// Energy tracking: each lane's slip and viscous work ([`FrictLaw::step_energy`]) and the
+    /// mean field's work on the contact, F · (L l) Δt (the boundary's work through this
+    /// contact), into `work` (the range's per-pair entries); zeros for a contact that ends.
+    fn energy<L: FrictLaw>(
+        &self,
+        law: &L,
+        m: usize,
+        dt: f64,
+        grad: Option<&crate::M3>,
+        work: &mut [[f64; 3]],
+    ) {
+        for q in 0..m {
+            let k = self.k[q] as usize;
+            if self.u_n[q] > 0.0 {
+                work[k] = [0.0; 3];
+                continue;
+            }
+            let l = self.l.get(q);
+            let n = l / self.d2[q].sqrt();
+            let (r1, r2) = (self.r1[q], self.r2[q]);
+            let (w1, w2) = (self.w1.get(q), self.w2.get(q));
+            let v12 = geom::relative_velocity(self.v1.get(q), w1, r1, self.v2.get(q), w2, r2, n);
+            let p = FrictPhys {
+                kn: self.kn[q],
+                ks: self.ks[q],
+                tan_phi: self.tan_phi[q],
+                cn: self.cn[q],
+            };
+            let twist = n.dot(&(w1 + w2));
+            let (fs, n_old, fs_new) = (self.fs.get(q), self.n_old.get(q), self.fs_new.get(q));
+            let (slip, visc) = law
+                .step_energy(&p, fs, n_old, n, v12, twist, dt, fs_new)
+                .unwrap_or((f64::NAN, f64::NAN));
+            let f = self.f.get(q);
+            let boundary = grad.map_or(0.0, |g| f.dot(&(g * l)) * dt);
+            work[k] = [slip, visc, boundary];
+        }
+    }
+
     /// Copy the radii and kinematics of particles i and j and pair history `st` into lane q.
     #[inline(always)]
     fn load(&mut self, q: usize, i: usize, j: usize, ps: &Particles, st: &FrictState) {
@@ -401,6 +440,7 @@ impl PairsView<'_> {
             true => self.pp.range_roll(r.clone()),
             false => &mut [],
         };
+        let work = self.pp.range_work(r.clone());
         let (act, st) = self.pp.range(r);
         let mut b = Lanes::new();
         let grad = self.grad;
@@ -413,6 +453,9 @@ impl PairsView<'_> {
                 b.fill_roll(m, m_roll, ps, roll.model == RollModel::Epsd);
             }
             kernel.run(law, roll, b, dt);
+            if !work.is_empty() {
+                b.energy(law, m, dt, grad.as_ref(), work);
+            }
             scatter(b, m, base, act, st, out);
             if !m_roll.is_empty() {
                 scatter_roll(b, m, m_roll);

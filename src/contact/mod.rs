@@ -139,6 +139,7 @@ impl<'a> PairsView<'a> {
                 st: Shared::new(&mut pairs.state),
                 cpm: Shared::new(&mut pairs.cpm),
                 roll: Shared::new(&mut pairs.roll),
+                work: Shared::new(&mut pairs.work),
             },
             i: &pairs.i,
             j: &pairs.j,
@@ -247,6 +248,7 @@ struct PairsPtr {
     st: Shared<FrictState>,
     cpm: Shared<CpmHist>,
     roll: Shared<V3>,
+    work: Shared<[f64; 3]>,
 }
 
 impl PairsPtr {
@@ -278,6 +280,18 @@ impl PairsPtr {
     #[allow(clippy::mut_from_ref)]
     unsafe fn range_roll(&self, r: std::ops::Range<usize>) -> &mut [V3] {
         self.roll.slice(r.start, r.len())
+    }
+
+    /// The energy tracking's per-pair work of pairs `r` (empty when not tracking).
+    ///
+    /// # Safety
+    /// As [`Self::range`].
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn range_work(&self, r: std::ops::Range<usize>) -> &mut [[f64; 3]] {
+        match self.work.len() {
+            0 => &mut [],
+            _ => self.work.slice(r.start, r.len()),
+        }
     }
 }
 

@@ -186,6 +186,10 @@ pub struct PairList {
     pub shift: Vec<u8>,
     /// H (c₂ − c₁) of each shift code (`shifts[0]` = 0).
     pub shifts: Vec<V3>,
+    /// Energy tracking (scene `energy: true`): per pair, this step's frictional slip work,
+    /// viscous work and the work of the mean field (`contact::batch`, sized by the caller
+    /// before the contact loop; stale for pairs not in contact).
+    pub work: Vec<[f64; 3]>,
     /// c₂ − c₁ of each shift code, to form `shifts` again when the cell deforms
     /// ([`Self::refresh_shifts`]).
     pub shift_dc: Vec<[i32; 3]>,
@@ -698,6 +702,10 @@ impl<T> Shared<T> {
             ptr: v.as_mut_ptr(),
             len: v.len(),
         }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     /// Elements `start..start + n`.

@@ -58,7 +58,7 @@ pub struct Series(Csv, bool);
 /// The columns; `n_meshes`: force and torque (about the mesh's centre) per mesh after the walls;
 /// `flow`: with flow engines, the particle count, then per engine (column prefix
 /// `outlet_<name>` or `inlet_<name>`) the count and mass removed or inserted so far.
-fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>, cell: bool) -> String {
+fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>, more: Extra) -> String {
     let mut head =
         String::from("step,time_s,dt_s,ke_trans_J,ke_rot_J,n_contacts,unbalanced,max_overlap_rel");
     for w in 0..n_walls {
@@ -75,11 +75,28 @@ fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>, cell:
             head += &format!(",{n}_count,{n}_mass_kg");
         }
     }
-    if cell {
+    if more.cell {
         head += CELL_COLUMNS;
+    }
+    if more.energy {
+        head += ENERGY_COLUMNS;
     }
     head
 }
+
+/// The optional column groups of a scene: a deforming cell's, the energy budget's.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extra {
+    pub cell: bool,
+    pub energy: bool,
+}
+
+/// The energy budget's columns (scene `energy: true`; `sim::Budget`): kinetic and elastic
+/// energy, dissipation by friction, dashpots and damping, work of gravity and of the
+/// boundary, and their total (kinetic + elastic + dissipated − work), constant when the
+/// budget closes.
+pub const ENERGY_COLUMNS: &str = ",e_kinetic_J,e_elastic_J,d_friction_J,d_viscous_J,\
+d_damping_J,w_gravity_J,w_boundary_J,e_total_J";
 
 /// The deforming cell's columns (issue 23): the servo stage, log strains ln F_ii and the
 /// volumetric strain ln det F, the contact (Love–Weber) stress tensor and its kinetic part
@@ -98,10 +115,10 @@ impl Series {
         n_walls: usize,
         n_meshes: usize,
         flow: Option<&[String]>,
-        cell: bool,
+        more: Extra,
     ) -> Result<Self> {
         Ok(Series(
-            Csv::open(path, &series_header(n_walls, n_meshes, flow, cell), None)?,
+            Csv::open(path, &series_header(n_walls, n_meshes, flow, more), None)?,
             flow.is_some(),
         ))
     }
@@ -113,13 +130,13 @@ impl Series {
         n_walls: usize,
         n_meshes: usize,
         flow: Option<&[String]>,
-        cell: bool,
+        more: Extra,
         step: u64,
     ) -> Result<Self> {
         Ok(Series(
             Csv::open(
                 path,
-                &series_header(n_walls, n_meshes, flow, cell),
+                &series_header(n_walls, n_meshes, flow, more),
                 Some(step),
             )?,
             flow.is_some(),
@@ -148,6 +165,19 @@ impl Series {
         }
         if let Some(c) = &s.cell {
             line += &c.columns();
+        }
+        if let Some(e) = &s.energy {
+            line += &format!(
+                ",{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e}",
+                e.kinetic,
+                e.elastic,
+                e.friction,
+                e.viscous,
+                e.damping,
+                e.gravity,
+                e.boundary,
+                e.total()
+            );
         }
         self.0.line(&line)
     }

@@ -68,6 +68,8 @@ pub struct Scene {
     pub balance: BalanceSpec,
     /// The deforming periodic cell (issue 23), if any.
     pub cell: Option<crate::engines::cell::CellEngine>,
+    /// Energy tracking (`energy: true`).
+    pub energy: bool,
 }
 
 /// Parse context: turns a field path into a positioned error.
@@ -439,6 +441,9 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         )?),
         None => None,
     };
+    if sf.energy {
+        check_energy(ctx, &sf, &materials, &cell)?;
+    }
     let name = scene_name(ctx, &sf.name)?;
     Ok(Scene {
         name,
@@ -468,7 +473,45 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         flow,
         balance: sf.balance,
         cell,
+        energy: sf.energy,
     })
+}
+
+/// Energy tracking needs a law that splits its dissipation (Cundall–Strack, `Frict`), spheres
+/// only (no walls or meshes yet), no rolling resistance, and a cell in the velocity mode (the
+/// contacts see the mean field's motion, whose work is the boundary's).
+fn check_energy(
+    ctx: &Ctx,
+    sf: &SceneFile,
+    materials: &[Material],
+    cell: &Option<crate::engines::cell::CellEngine>,
+) -> Result<()> {
+    let refuse = |what: &str, why: &str| Err(ctx.err(what, format!("with `energy: true`: {why}")));
+    if !materials.iter().all(|m| matches!(m, Material::Frict(_))) {
+        return refuse(
+            "materials",
+            "only `Frict` materials (Cundall–Strack) split their dissipation so far",
+        );
+    }
+    if !sf.walls.is_empty() || !sf.meshes.is_empty() {
+        return refuse("walls", "walls and meshes are not counted yet");
+    }
+    if sf.rolling.is_some() {
+        return refuse(
+            "rolling",
+            "rolling resistance's dissipation is not counted yet",
+        );
+    }
+    if cell
+        .as_ref()
+        .is_some_and(|c| c.homothetic != crate::engines::cell::Homothetic::Velocity)
+    {
+        return refuse(
+            "cell.homothetic",
+            "the boundary's work needs `Velocity` (contacts see the mean field)",
+        );
+    }
+    Ok(())
 }
 
 /// The deforming periodic cell (issue 23), validated: a gradient only along periodic axes, the
@@ -496,7 +539,8 @@ fn cell_spec(
         if bad {
             return Err(ctx.err(
                 what,
-                "not supported with a deforming cell yet (frictional spheres in a fully or                  partly periodic cell only)",
+                "not supported with a deforming cell yet (frictional spheres in a fully or \
+                 partly periodic cell only)",
             ));
         }
     }

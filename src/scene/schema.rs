@@ -90,6 +90,10 @@ pub struct SceneFile {
     /// none, a static box). docs/scene-format.md "Deforming periodic cell".
     #[serde(default)]
     pub cell: Option<CellSpec>,
+    /// Energy budget in `series.csv` (Yade `O.trackEnergy`; default false): kinetic, elastic,
+    /// dissipated by friction, dashpots and damping, work of gravity and of the boundary.
+    #[serde(default, alias = "trackEnergy")]
+    pub energy: bool,
 }
 
 /// The deforming periodic cell (`engines/cell.rs`; Yade `Cell` + `PeriTriaxController`).

@@ -45,6 +45,28 @@ impl FrictLaw for CundallStrack {
         let fs = fs * if fs2 > max_fs * max_fs { slip } else { 1.0 };
         (n * (fn_el + p.cn * vn) + fs, fs)
     }
+
+    /// Yade's energy terms of `Law2_ScGeom_FrictPhys_CundallStrack` (`plastDissip`): the slip
+    /// (trial − F_T)/K_T times the limited force F_T, and the dashpot's c_n v_N² Δt.
+    fn step_energy(
+        &self,
+        p: &FrictPhys,
+        fs: V3,
+        n_old: V3,
+        n: V3,
+        v12: V3,
+        twist: f64,
+        dt: f64,
+        fs_new: V3,
+    ) -> Option<(f64, f64)> {
+        let vn = n.dot(&v12);
+        let trial = rotate_shear(fs, n_old, n, twist, dt) + (v12 - n * vn) * (p.ks * dt);
+        let slip = match p.ks > 0.0 {
+            true => ((trial - fs_new).dot(&fs_new) / p.ks).max(0.0),
+            false => 0.0,
+        };
+        Some((slip, p.cn * vn * vn * dt))
+    }
 }
 
 #[cfg(test)]

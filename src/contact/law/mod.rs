@@ -69,6 +69,25 @@ pub trait FrictLaw {
         p.kn
     }
 
+    /// Energy tracking (scene `energy: true`): the dissipation of one step with the inputs
+    /// of [`Self::step`] and its new shear history `fs_new` — (frictional slip work, viscous
+    /// work) [J], or `None` for a law that does not split them yet (the scene refuses energy
+    /// tracking then).
+    #[allow(clippy::too_many_arguments)]
+    fn step_energy(
+        &self,
+        _p: &FrictPhys,
+        _fs: V3,
+        _n_old: V3,
+        _n: V3,
+        _v12: V3,
+        _twist: f64,
+        _dt: f64,
+        _fs_new: V3,
+    ) -> Option<(f64, f64)> {
+        None
+    }
+
     /// [`Self::step`] on a pair's stored history `st` (shear vector and normal updated in
     /// place): the force on particle 1. The scalar callers' form (walls, tests).
     #[inline(always)]
