@@ -66,7 +66,12 @@ def main():
     a1.set_ylabel("q / p")
     a1.legend(loc="lower right")
     a1.grid(alpha=0.3)
-    a1.set_title("Yade 2023.02a periodic triaxial, p0 = 100 kPa, mu = 0.5")
+    n = ""
+    with open("%s/yade_triax_dense.csv" % ddir) as f:
+        head = f.readline()
+    if ", N=" in head:
+        n = ", N = " + head.split(", N=")[1].split(",")[0]
+    a1.set_title("Yade 2023.02a periodic triaxial%s, p0 = 100 kPa, mu = 0.5" % n)
     a2.set_ylabel("volumetric strain eps_v (> 0 contraction)")
     a2.set_xlabel("axial strain eps_a")
     a2.axhline(0, color="k", lw=0.5)

@@ -3,7 +3,7 @@
 
 Pure Python (no numpy), bit-reproducible on any IEEE-754 machine (same LCG as gen_settle.py).
 
-Usage:  gen_triax.py [N] [OUTDIR]          (default N = 20000, OUTDIR = .)
+Usage:  gen_triax.py [N] [OUTDIR]          (default N = 5000, OUTDIR = .)
 
 Writes  triax_cloud_<N>.txt: header lines starting with '#' (the cubic periodic cell, the
         construction), then N lines "x y z r" (SI, metres, '%.9e'). Every centre lies in
@@ -87,7 +87,7 @@ def generate(n):
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     outdir = sys.argv[2] if len(sys.argv) > 2 else "."
     side, placed = generate(n)
     path = "%s/triax_cloud_%d.txt" % (outdir, n)
