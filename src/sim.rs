@@ -254,6 +254,10 @@ pub struct Simulation {
     pub cell: Option<CellEngine>,
     /// Energy tracking (scene `energy: true`): this rank's cumulative terms.
     pub energy: Option<EnergyBook>,
+    /// Wall clock since the current cell stage started (or the run), for its log line.
+    stage_clock: Instant,
+    /// This process' CPU seconds when the current cell stage started.
+    stage_cpu: f64,
     /// Extra candidate distance for CPM links: (R_I − 1)·2 r_max (0 otherwise).
     reach_extra: f64,
     grid: CellGrid,
@@ -733,6 +737,8 @@ impl Simulation {
             strainer_wanted: scene.strainer.is_some(),
             flow: crate::engines::Flow::new(scene.flow),
             energy: scene.energy.then(EnergyBook::default),
+            stage_clock: Instant::now(),
+            stage_cpu: 0.0,
             cell: scene.cell.map(|mut c| {
                 c.h_ref = h0;
                 c
@@ -1478,9 +1484,11 @@ impl Simulation {
             if let Some(c) = &mut self.cell {
                 let name = c.current().map(|s| s.name.clone()).unwrap_or_default();
                 if c.check_done(unb) && root {
+                    let wall = self.stage_clock.elapsed().as_secs_f64();
+                    let cpu = crate::run::cpu_seconds() - self.stage_cpu;
                     log::info!(
-                        "cell: stage \"{name}\" done at step {} (stress {:.4e} {:.4e} {:.4e} Pa, \
-                         log strain {:.4e} {:.4e} {:.4e})",
+                        "cell: stage \"{name}\" done at step {} after {wall:.3} s ({cpu:.3} s CPU) \
+                         (stress {:.4e} {:.4e} {:.4e} Pa, log strain {:.4e} {:.4e} {:.4e})",
                         self.step,
                         c.stress.x,
                         c.stress.y,
@@ -1522,6 +1530,8 @@ impl Simulation {
                 }
                 c.started = true;
                 c.friction = st.friction_angle.or(c.friction);
+                self.stage_clock = Instant::now();
+                self.stage_cpu = crate::run::cpu_seconds();
             }
         }
         let m = measure.then(|| self.cell_measure());

@@ -36,10 +36,12 @@ pub enum Homothetic {
 /// How a stress-controlled axis sets its strain rate.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub enum Servo {
-    /// ε̇ = (σ_goal − σ) / (S T): the packing's affine stiffness S_a = (1/V) Σ l_a² (k_N n_a² +
-    /// k_T (1 − n_a²)) (the stress change of a uniform strain, Love–Weber), over T = 4 l_a
-    /// √(ρ_b / S_a), four times a p-wave's crossing of the cell: a first-order approach slower
-    /// than the packing's response, so it neither overshoots nor rings (default).
+    /// A PI controller on the packing's own scales: with the affine stiffness S_a = (1/V)
+    /// Σ l_a² (k_N n_a² + k_T (1 − n_a²)) (the stress change of a uniform strain, Love–Weber)
+    /// and τ = l_a √(ρ_b / S_a) the time a p-wave crosses the cell, ε̇ = (e/τ + ∫e dt/(4τ²)) /
+    /// (2 S_a), e = σ_goal − σ: damping ratio 0.7 for the affine response (the real one is
+    /// softer, hence slower), and no steady error while another axis is strained at a
+    /// constant rate (the integral; held while the rate is capped). Default.
     #[default]
     Affine,
     /// Yade's stiffness-based servo, literally (`PeriTriaxController`, `dynCell=False`):
@@ -80,6 +82,9 @@ pub struct Stage {
     pub friction_angle: Option<f64>,
     /// At the start of the stage, strains count from the current cell (Yade `cell.trsf = I`).
     pub reset_strain: bool,
+    /// The stage ends after this many steps whatever its goals (simple shear to a given
+    /// strain; a Yade script's `O.run(n)`).
+    pub steps: Option<u64>,
 }
 
 /// The servo's measurement at an update step (collective sums by the simulation): the contact
@@ -176,6 +181,9 @@ pub struct CellState {
     pub affine_stiff: [f64; 3],
     pub mass: f64,
     pub prev_grow: [f64; 3],
+    /// The `Affine` servo's integral of the stress error [Pa s].
+    #[serde(default)]
+    pub integral: [f64; 3],
     pub all_ok: bool,
     pub unbalanced: Option<f64>,
     pub external_work: f64,
@@ -220,6 +228,8 @@ pub struct CellEngine {
     pub affine_stiff: V3,
     pub mass: f64,
     pub prev_grow: V3,
+    /// The `Affine` servo's integral of the stress error per axis [Pa s].
+    pub integral: V3,
     /// The goals held at the last servo step.
     pub all_ok: bool,
     /// The unbalanced force of the last check (Yade `currUnbalanced`).
@@ -252,6 +262,7 @@ impl CellEngine {
             affine_stiff: V3::zeros(),
             mass: 0.0,
             prev_grow: V3::zeros(),
+            integral: V3::zeros(),
             all_ok: false,
             unbalanced: None,
             external_work: 0.0,
@@ -320,8 +331,14 @@ impl CellEngine {
             let mut r = match (st.stress_mask[a], st.servo) {
                 (false, _) => ((st.goal[a] - strain[a]).exp() - 1.0) / dt,
                 (true, Servo::Affine) => match self.affine_stiff[a] > 0.0 {
-                    // T = 4 l_a √(ρ_b / S_a): ε̇ = Δσ / (S_a T)
-                    true => err / (4.0 * size[a] * (rho_b * self.affine_stiff[a]).sqrt()),
+                    true => {
+                        let s = self.affine_stiff[a];
+                        let tau = size[a] * (rho_b / s).sqrt();
+                        if self.prev_grow[a].abs() < st.max_strain_rate[a] {
+                            self.integral[a] += err * dt;
+                        }
+                        (err / tau + self.integral[a] / (4.0 * tau * tau)) / (2.0 * s)
+                    }
                     false => st.max_strain_rate[a].copysign(err),
                 },
                 (true, Servo::Yade) => {
@@ -390,18 +407,22 @@ impl CellEngine {
     /// (Yade evaluates it on update steps): whether the stage ended now. The caller then
     /// starts the next one (friction, strain reset: `Simulation`).
     pub fn check_done(&mut self, unbalanced: Option<f64>) -> bool {
-        let Some(max) = self.current().map(|s| s.max_unbalanced) else {
+        let Some((max, steps)) = self.current().map(|s| (s.max_unbalanced, s.steps)) else {
             return false;
         };
         if let Some(u) = unbalanced {
             self.unbalanced = Some(u);
         }
-        let done = self.all_ok && self.unbalanced.is_some_and(|u| u < max);
+        let done = match steps {
+            Some(n) => self.iter >= n,
+            None => self.all_ok && self.unbalanced.is_some_and(|u| u < max),
+        };
         if done {
             self.stage += 1;
             self.iter = 0;
             self.unbalanced = None;
             self.prev_grow = V3::zeros();
+            self.integral = V3::zeros();
             self.started = false;
         }
         done
@@ -469,6 +490,7 @@ impl CellEngine {
             affine_stiff: self.affine_stiff.into(),
             mass: self.mass,
             prev_grow: self.prev_grow.into(),
+            integral: self.integral.into(),
             all_ok: self.all_ok,
             unbalanced: self.unbalanced,
             external_work: self.external_work,
@@ -496,6 +518,7 @@ impl CellEngine {
         self.affine_stiff = s.affine_stiff.into();
         self.mass = s.mass;
         self.prev_grow = s.prev_grow.into();
+        self.integral = s.integral.into();
         self.all_ok = s.all_ok;
         self.unbalanced = s.unbalanced;
         self.external_work = s.external_work;
@@ -566,6 +589,7 @@ mod tests {
             shear_rate: V3::zeros(),
             friction_angle: None,
             reset_strain: false,
+            steps: None,
         };
         let mut e = CellEngine::new(Homothetic::Velocity, false, M3::zeros(), vec![st]);
         let mut cell = Cell::boxed(V3::zeros(), V3::repeat(1.0));

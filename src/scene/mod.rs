@@ -594,6 +594,9 @@ fn cell_spec(
         if s.glob_update == 0 {
             return Err(ctx.err(&at("glob_update"), "must be ≥ 1"));
         }
+        if s.steps == Some(0) {
+            return Err(ctx.err(&at("steps"), "must be ≥ 1"));
+        }
         let shear = ctx.finite3(&at("shear_rate"), s.shear_rate)?;
         if let crate::engines::cell::Servo::Dynamic { mass: Some(m) } = s.servo {
             ctx.positive(&at("servo"), m)?;
@@ -617,6 +620,7 @@ fn cell_spec(
             shear_rate: shear,
             friction_angle: s.friction_angle,
             reset_strain: s.reset_strain,
+            steps: s.steps,
         });
     }
     Ok(CellEngine::new(c.homothetic, c.flip, l, stages))

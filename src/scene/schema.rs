@@ -160,6 +160,9 @@ pub struct StageSpec {
     /// false).
     #[serde(default)]
     pub reset_strain: bool,
+    /// End the stage after this many steps, whatever its goals (default: at its goals).
+    #[serde(default)]
+    pub steps: Option<u64>,
 }
 
 fn yes3() -> [bool; 3] {
