@@ -1479,7 +1479,9 @@ impl Simulation {
         }
         if self.cell.as_ref().is_some_and(|c| c.current().is_some()) {
             // the stage's stop test, with Yade's unbalanced force on measurement steps
-            let unb = self.slots.recorded().then(|| self.unbalanced_now());
+            // Yade evaluates it only once the goals hold (and on measurement steps)
+            let ok = self.cell.as_ref().is_some_and(|c| c.all_ok);
+            let unb = (ok && self.slots.recorded()).then(|| self.unbalanced_now());
             let root = self.comm.is_root();
             if let Some(c) = &mut self.cell {
                 let name = c.current().map(|s| s.name.clone()).unwrap_or_default();
@@ -1534,7 +1536,11 @@ impl Simulation {
                 self.stage_cpu = crate::run::cpu_seconds();
             }
         }
-        let m = measure.then(|| self.cell_measure());
+        let yade = self.cell.as_ref().is_some_and(|c| {
+            c.current()
+                .is_some_and(|s| s.servo == crate::engines::cell::Servo::Yade)
+        });
+        let m = measure.then(|| self.cell_measure(yade));
         let cell = &self.domain.cell;
         let size = V3::from_fn(|a, _| cell.h.column(a).norm());
         let (dt, volume) = (self.dt, cell.volume());
@@ -1590,50 +1596,69 @@ impl Simulation {
     }
 
     /// The servo's measurement (Yade `PeriTriaxController::strainStressStiffUpdate`): the
-    /// contact part of the Love–Weber stress (1/V) Σ f ⊗ l (f on particle 1, l = C₂ − C₁, this
-    /// step's forces) and Σ |n_i| k_N + (1 − |n_i|) k_T over the contacts, exact sums over all
-    /// ranks (each contact once). Collective.
-    pub fn cell_measure(&self) -> crate::engines::cell::Measure {
+    /// contact part of the Love–Weber stress (1/V) Σ sym(f ⊗ l) (f on particle 1, l = C₂ − C₁,
+    /// this step's forces), the affine stiffness (1/V) Σ l_a² (k_N n_a² + k_T (1 − n_a²)) and,
+    /// for Yade's servo (`yade`), its Σ |n_a| k_N + (1 − |n_a|) k_T — exact sums over all ranks
+    /// (each contact once), on rayon. The total mass comes along. Collective.
+    pub fn cell_measure(&self, yade: bool) -> crate::engines::cell::Measure {
+        const IJ: [(usize, usize); 6] = [(0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1)];
         let ps = &self.ps;
         let law = self.mix.law();
-        let mut sums = vec![ExactSum::new(); 16];
-        let mut n = 0u64;
-        for i in 0..ps.n_owned {
-            sums[15].add(ps.mass[i]);
-        }
-        for k in 0..self.pairs.len() {
-            if !(self.pairs.active[k] && (self.pairs.i[k] as usize) < ps.n_owned) {
-                continue;
-            }
-            n += 1;
-            let l = self.pairs.branch(k, &ps.pos);
-            let f = self.slots.pair_force(k);
-            for a in 0..3 {
-                for b in 0..3 {
-                    sums[3 * a + b].add(f[a] * l[b]);
+        let pairs = &self.pairs;
+        let nsum = if yade { 13 } else { 10 };
+        // [σ (6), affine stiffness (3), mass, Yade's stiffness (3)], contacts
+        let (mut sums, n) = par_fold(
+            pairs.len().max(ps.n_owned),
+            || (vec![ExactSum::new(); nsum], 0i64),
+            |k, (s, n)| {
+                if k < ps.n_owned {
+                    s[9].add(ps.mass[k]);
                 }
-            }
-            let d = l.norm();
-            let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
-            let u_n = d - (ps.radius[i] + ps.radius[j]);
-            let (kt, kn) = law.stiffnesses(&self.pairs.state[k].phys, u_n);
-            for a in 0..3 {
-                let na = (l[a] / d).abs();
-                sums[9 + a].add(na * kn + (1.0 - na) * kt);
-                sums[12 + a].add(l[a] * l[a] * (na * na * kn + (1.0 - na * na) * kt));
-            }
-        }
+                if !(k < pairs.len() && pairs.active[k] && (pairs.i[k] as usize) < ps.n_owned) {
+                    return;
+                }
+                *n += 1;
+                let l = pairs.branch(k, &ps.pos);
+                let f = self.slots.pair_force(k);
+                for (e, &(a, b)) in IJ.iter().enumerate() {
+                    s[e].add(0.5 * (f[a] * l[b] + f[b] * l[a]));
+                }
+                let d = l.norm();
+                let (i, j) = (pairs.i[k] as usize, pairs.j[k] as usize);
+                let u_n = d - (ps.radius[i] + ps.radius[j]);
+                let (kt, kn) = law.stiffnesses(&pairs.state[k].phys, u_n);
+                for a in 0..3 {
+                    let na = l[a] / d;
+                    s[6 + a].add(l[a] * l[a] * (na * na * kn + (1.0 - na * na) * kt));
+                    if yade {
+                        let na = na.abs();
+                        s[10 + a].add(na * kn + (1.0 - na) * kt);
+                    }
+                }
+            },
+            |(a, n), (b, m)| {
+                a.iter_mut().zip(&b).for_each(|(a, b)| a.merge(b));
+                *n += m;
+            },
+        );
         self.comm.sum_exact(&mut sums);
-        let mut c = [n as i64];
+        let mut c = [n];
         self.comm.sum_i64s(&mut c);
         let v: Vec<f64> = sums.iter().map(|s| s.value()).collect();
         let volume = self.domain.cell.volume();
+        let sym = |a: usize, b: usize| {
+            let e = IJ.iter().position(|&p| p == (a.min(b), a.max(b)) || p == (a.max(b), a.min(b)));
+            v[e.unwrap_or(0)] / volume
+        };
         crate::engines::cell::Measure {
-            stress: M3::from_fn(|a, b| v[3 * a + b] / volume),
-            sum_stiff: V3::new(v[9], v[10], v[11]),
+            stress: M3::from_fn(sym),
+            sum_stiff: match yade {
+                true => V3::new(v[10], v[11], v[12]),
+                false => V3::zeros(),
+            },
             n_contacts: c[0] as u64,
-            affine_stiff: V3::new(v[12], v[13], v[14]) / volume,
-            mass: v[15],
+            affine_stiff: V3::new(v[6], v[7], v[8]) / volume,
+            mass: v[9],
         }
     }
 
@@ -1848,7 +1873,7 @@ impl Simulation {
             n_particles: counts[2] as u64,
             flow: self.flow.as_ref().map_or(Vec::new(), |f| f.totals()),
             cell: self.cell.as_ref().map(|c| {
-                let m = self.cell_measure();
+                let m = self.cell_measure(false);
                 let cell = &self.domain.cell;
                 crate::engines::cell::CellRow {
                     stage: c.stage,

@@ -287,7 +287,11 @@ impl CellEngine {
     pub fn wants_measure(&self) -> bool {
         match self.current() {
             Some(s) if matches!(s.servo, Servo::Dynamic { .. }) => true,
-            Some(s) => self.iter.is_multiple_of(s.glob_update.max(1)) || self.stiff.min() <= 0.0,
+            // Yade's servo also measures while its stiffness is unknown
+            Some(s) => {
+                self.iter.is_multiple_of(s.glob_update.max(1))
+                    || (s.servo == Servo::Yade && self.stiff.min() <= 0.0)
+            }
             None => false,
         }
     }
