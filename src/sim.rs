@@ -839,6 +839,8 @@ impl Simulation {
             c.restore(st, &mut self.domain.cell);
             self.pairs.refresh_shifts(&self.domain.cell);
             self.pairs.grad = c.contact_gradient().filter(|_| r.step > 0);
+            self.wall_pairs.grad = self.pairs.grad;
+            self.wall_pairs.grad_origin = self.domain.cell.origin;
         }
         for i in 0..n {
             let g = self.ps.gid[i];
@@ -1466,6 +1468,8 @@ impl Simulation {
                 c.advance(&mut self.domain.cell, self.dt);
                 self.pairs.refresh_shifts(&self.domain.cell);
                 self.pairs.grad = c.contact_gradient();
+                self.wall_pairs.grad = c.contact_gradient();
+                self.wall_pairs.grad_origin = self.domain.cell.origin;
                 let kappa = c.stretch(&self.domain.cell);
                 let two_rmax = self.halo - self.skin - self.reach_extra;
                 !collide::still_valid_deforming(&moved, self.skin, kappa, two_rmax)
@@ -1647,7 +1651,9 @@ impl Simulation {
         let v: Vec<f64> = sums.iter().map(|s| s.value()).collect();
         let volume = self.domain.cell.volume();
         let sym = |a: usize, b: usize| {
-            let e = IJ.iter().position(|&p| p == (a.min(b), a.max(b)) || p == (a.max(b), a.min(b)));
+            let e = IJ
+                .iter()
+                .position(|&p| p == (a.min(b), a.max(b)) || p == (a.max(b), a.min(b)));
             v[e.unwrap_or(0)] / volume
         };
         crate::engines::cell::Measure {

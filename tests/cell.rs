@@ -290,3 +290,64 @@ fn servo_compresses_then_shears_at_constant_lateral_stress() {
         row.stress
     );
 }
+
+/// A plane wall across the open axis of a deforming cell (walls are allowed when the cell
+/// does not shear): a sphere resting on the floor of a cell stretching along x (L_xx = 0.5 /s,
+/// periodic x and y, the floor z = 0 not moving with the cell; rotation blocked, so it slides
+/// rather than rolls) moves with the mean field, so it slides on the floor — friction at the
+/// Coulomb limit, |F_x| = tan φ F_z to 1e-9 — and stops in the floor's frame after
+/// V₀/(tan φ g) ≈ 0.8 ms (V₀ = 4 mm/s): from then on it stays within ±3e-8 m of where it
+/// stopped (measured ±1.6e-8 m; the mean field would have carried it 2e-5 m further in those
+/// 4 ms). It rocks there on the contact's tangential spring (lab speed ≤ 3e-4 m/s, measured
+/// 2.7e-4), undamped: Cundall damping acts on the fluctuation velocity v′ (Yade's rule, right
+/// inside a periodic packing), which for a sphere at rest on a fixed wall is −L (x − o), of one
+/// sign, so it does not damp the rocking. (Before the wall saw the mean field, the sphere rode
+/// on with it and felt no friction at all.)
+#[test]
+fn sphere_on_a_floor_of_a_stretching_cell_slides_to_rest() {
+    let (r, e, rho, g) = (1e-3f64, 1e7, 2650.0, 9.81);
+    let m = 4.0 / 3.0 * std::f64::consts::PI * r.powi(3) * rho;
+    let z = r - m * g / (e * r);
+    let text = format!(
+        "Scene(
+    materials: [Frict(name: \"g\", young: {e:?}, poisson: 0.3, friction_angle: 0.4636476090008061, density: {rho:?})],
+    walls: [Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: \"g\")],
+    spheres: [Sphere(pos: (0.008, 0.005, {z:?}), radius: {r:?}, material: \"g\", blocked: \"XYZ\")],
+    gravity: (0.0, 0.0, -{g:?}),
+    damping: 0.2,
+    dt: Fixed(1e-6),
+    run: Steps(1000000),
+    domain: Domain(lo: (0.0, 0.0, -0.001), hi: (0.01, 0.01, 0.01), periodic: (true, true, false)),
+    output: Output(series_every: 0),
+    cell: Cell(velocity_gradient: ((0.5, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))),
+)"
+    );
+    let mut s = sim(&text);
+    s.record_forces = true;
+    let lab = |s: &Simulation| {
+        let c = &s.domain.cell;
+        s.ps.vel[0] + s.cell.as_ref().unwrap().grad_prev * (s.ps.pos[0] - c.origin)
+    };
+    steps(&mut s, 100);
+    for _ in 0..5 {
+        steps(&mut s, 50);
+        let f = s.stats().wall_force[0];
+        assert!(rel(f.x.abs(), 0.5 * f.z.abs()) < 1e-9, "sliding: {f:?}");
+        assert!(lab(&s).x > 1e-3, "{:?}", lab(&s));
+    }
+    steps(&mut s, 1500);
+    let (mut lo, mut hi, mut vmax): (f64, f64, f64) = (f64::INFINITY, f64::NEG_INFINITY, 0.0);
+    for _ in 0..4000 {
+        steps(&mut s, 1);
+        lo = lo.min(s.ps.pos[0].x);
+        hi = hi.max(s.ps.pos[0].x);
+        vmax = vmax.max(lab(&s).norm());
+    }
+    eprintln!("stopped: x in {lo:e}..{hi:e}, lab speed ≤ {vmax:e}");
+    assert!(hi - lo < 6e-8, "the sphere moved on: {lo:e}..{hi:e}");
+    assert!(vmax < 3e-4, "{vmax:e}");
+    assert!(
+        s.domain.cell.h[(0, 0)] > 0.01 * (1.0 + 0.5 * 0.005),
+        "the cell did not stretch"
+    );
+}

@@ -474,6 +474,7 @@ pub fn wall_pairs(
     dt: f64,
 ) {
     let (ii, ww) = (&pairs.i, &pairs.j);
+    let mean = pairs.grad.map(|g| (g, pairs.grad_origin));
     // the moment histories (EPSD; without it zeros that nothing reads)
     debug_assert_eq!(
         pairs.roll.len(),
@@ -495,7 +496,8 @@ pub fn wall_pairs(
                 }
                 let was_active = act[k];
                 let m = &mut m_roll[k];
-                let r = wall_pair(&mut act[k], &mut st[k], m, ps, &walls[w], mix, dt, i);
+                let wall = &walls[w];
+                let r = wall_pair(&mut act[k], &mut st[k], m, ps, wall, mix, dt, i, mean);
                 if was_active || act[k] {
                     out.wall(slots[base + k], r.f, r.t2);
                 }
@@ -504,7 +506,9 @@ pub fn wall_pairs(
 }
 
 /// One sphere–wall pair with its history `st` and rolling-moment history `m_roll` (EPSD only).
-/// Returns the force on the wall (`f`) and the torque on the sphere (`t2`).
+/// Returns the force on the wall (`f`) and the torque on the sphere (`t2`). `mean`: a deforming
+/// cell's velocity gradient and origin, whose mean field L (x − o) the sphere moves with and
+/// the wall does not (`PairList::grad`).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn wall_pair(
@@ -516,6 +520,7 @@ pub fn wall_pair(
     mix: &MixTable,
     dt: f64,
     i: usize,
+    mean: Option<(crate::M3, V3)>,
 ) -> PairForce {
     let r = ps.radius[i];
     let n = wall.normal;
@@ -537,7 +542,11 @@ pub fn wall_pair(
         );
     }
     let w2 = ps.angvel[i];
-    let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, ps.vel[i], w2, r, n);
+    let v2 = match mean {
+        None => ps.vel[i],
+        Some((g, o)) => ps.vel[i] + g * (ps.pos[i] - o),
+    };
+    let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, v2, w2, r, n);
     let (f, t2) = wall_contact(st, m_roll, n, u_n, v12, (V3::zeros(), w2), ps, i, mix, dt);
     PairForce {
         f,

@@ -197,6 +197,9 @@ pub struct PairList {
     /// particles' velocities are fluctuations about the mean field L (x − o), so the relative
     /// velocity of a pair gains L l (`contact::batch`); `None` for a static cell.
     pub grad: Option<crate::M3>,
+    /// The cell's origin o of the mean field L (x − o): the plane walls' contacts add it to the
+    /// sphere's velocity (a wall does not move with the cell).
+    pub grad_origin: V3,
     /// (r₁ + r₂)² of each pair rounded up to f32 (set with the shift codes): the AVX-512
     /// distance test loads it instead of gathering both radii, a superset test (the contact
     /// loop repeats the exact one).

@@ -529,7 +529,6 @@ fn cell_spec(
         return Err(ctx.err("cell", "needs a periodic domain (domain.periodic)"));
     }
     for (what, bad) in [
-        ("walls", !sf.walls.is_empty()),
         ("meshes", !sf.meshes.is_empty()),
         ("inlets", !sf.inlets.is_empty()),
         ("outlets", !sf.outlets.is_empty()),
@@ -564,6 +563,24 @@ fn cell_spec(
                             ["x", "y", "z"][r]
                         }
                     ),
+                ));
+            }
+        }
+    }
+    // plane walls: only across the open axes of a cell that never shears (the walls do not
+    // deform; the spheres slide along them with the mean field)
+    if !sf.walls.is_empty() {
+        if (0..3).any(|r| (0..3).any(|k| r != k && l[(r, k)] != 0.0)) {
+            return Err(ctx.err(
+                "walls",
+                "walls need an unskewed cell: no off-diagonal velocity gradient",
+            ));
+        }
+        for (w, wall) in sf.walls.iter().enumerate() {
+            if (0..3).any(|a| p[a] && wall.normal[a] != 0.0) {
+                return Err(ctx.err(
+                    &format!("walls[{w}].normal"),
+                    "with a deforming cell a wall's normal must lie along the non-periodic axes",
                 ));
             }
         }
