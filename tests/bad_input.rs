@@ -459,7 +459,7 @@ bad!(
     cell_with_walls,
     At::Scene,
     13,
-    "walls: not supported with a deforming cell"
+    "a wall's normal must lie along the non-periodic axes"
 );
 bad!(energy_hertz, At::Scene, 4, "only `Frict` materials");
 bad!(
