@@ -126,6 +126,9 @@ def fit(a):
               "flowing rho_b at the end %.1f" % (dd, dd * a.d, w, err,
                                                  " ".join("%.4f" % x for x in parts), ta, tb,
                                                  rho_f))
+    if len(rows) < 2:
+        print("one orifice: no fit (give two or more runs)")
+        return 0
     D = np.array([r["D"] for r in rows])
     W = np.array([r["W"] for r in rows])
     E = np.array([r["W_err"] for r in rows])
