@@ -7,6 +7,7 @@
 #   D_LIST="6 7 8 9 10" bench/beverloo.sh  # more orifices
 #   SETTLE=0 bench/beverloo.sh             # reuse the settled bed of an earlier run
 #   RUNS=0 bench/beverloo.sh               # only the fit and the plot of earlier runs
+#   MU=0.3 bench/beverloo.sh               # another friction (own work directory and plot)
 #
 # Set-up (bench/RESULTS.md "Beverloo"): silo of radius 75 mm (D_t = 30 d; 96-gon, wall height
 # 0.36 m; scenes/make_silo_stl.py) on a flat floor; 46 000 glass beads d = 5 mm +-10 %
@@ -24,6 +25,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/scripts/env.sh"
 PY="$DEMHPC_PYTHON"
 D_LIST="${D_LIST:-6 8 10}"
+MU="${MU:-0.5}"          # bead-bead and bead-wall friction coefficient
 T="${T:-1.0}"
 T0="${T0:-0.2}"
 N="${N:-46000}"
@@ -32,7 +34,10 @@ SETTLE="${SETTLE:-1}"
 RUNS="${RUNS:-1}"
 NICE="${NICE:-10}"
 PLOT="${PLOT:-$root/bench/beverloo.png}"
+[ "$MU" = 0.5 ] || PLOT="${PLOT%.png}_mu$MU.png"
 work="${BENCH_WORK:-$root/bench/work}/beverloo"
+[ "$MU" = 0.5 ] || work="${work}_mu$MU"   # a friction study beside the main runs
+PHI=$("$PY" -c "import math; print(repr(math.atan($MU)))")
 mkdir -p "$work"
 bin="$root/target/release/demhpc"
 [ -x "$bin" ] || (cd "$root" && cargo build --release -q)
@@ -40,15 +45,17 @@ R=0.075
 D_BEAD=0.005
 
 materials='    materials: [
-        Hertz(name: "glass", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, // atan(0.5)
+        Hertz(name: "glass", young: 1e7, poisson: 0.25, friction_angle: @PHI@, // atan(@MU@)
               density: 2500.0, restitution: 0.5),
-        Hertz(name: "steel", young: 1e7, poisson: 0.3, friction_angle: 0.4636476090008061,
+        Hertz(name: "steel", young: 1e7, poisson: 0.3, friction_angle: @PHI@,
               density: 7800.0, restitution: 0.5),
     ],
     rolling: (mu_r: 0.05, model: Epsd2),
     gravity: (0.0, 0.0, -9.81),
     dt: Fixed(2.5e-5),
     skin: 0.5e-3,'
+materials="${materials//@PHI@/$PHI}"
+materials="${materials//@MU@/$MU}"
 
 run_dem() {  # scene out
     local t0=$SECONDS
