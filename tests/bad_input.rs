@@ -215,9 +215,33 @@ bad!(
     inlet_half_space,
     At::Scene,
     14,
-    "inlets take a `Box` region"
+    "inlets take a `Box` or `Cylinder` region"
 );
 bad!(inlet_fill_zero, At::Scene, 14, "Fill needs 1 to 2^40");
+bad!(
+    inlet_cylinder_thin,
+    At::Scene,
+    14,
+    "inlets[0].region: the cylinder's diameter 0.008 and length 0.5 must exceed"
+);
+bad!(
+    inlet_cylinder_outside_domain,
+    At::Scene,
+    14,
+    "inlets[0].region: the region must lie inside the domain"
+);
+bad!(
+    inlet_cylinder_radius,
+    At::Scene,
+    14,
+    "inlets[0].region: must be positive"
+);
+bad!(
+    inlet_cylinder_axis,
+    At::Scene,
+    14,
+    "inlets[0].region: the axis ends a and b must differ"
+);
 bad!(inlet_outside_domain, At::Scene, 14, "inside the domain");
 bad!(inlet_stop_before_start, At::Scene, 14, "inlets[0].stop");
 bad!(

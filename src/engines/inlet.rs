@@ -1,6 +1,7 @@
-//! Inlet (issue 22; Woo `BoxInlet`/`RandomInlet` with PSD generators, seed 004; LIGGGHTS
-//! `fix insert/rate/region`): spheres drawn from a size distribution are placed at random in
-//! a box without overlapping anything there, at a mass or count rate or up to a count.
+//! Inlet (issue 22; Woo `BoxInlet`/`CylinderInlet`/`RandomInlet` with PSD generators, seed
+//! 004; LIGGGHTS `fix insert/rate/region`): spheres drawn from a size distribution are placed
+//! at random in a box or a cylinder without overlapping anything there, at a mass or count
+//! rate or up to a count.
 //!
 //! Reproducible placement: the k-th new sphere of inlet i (its sequence number k) has the gid
 //! `gid_base + k` and its diameter from the counter-based hash of (seed, i, k); its centre at
@@ -144,7 +145,10 @@ pub enum Rate {
 #[derive(Clone, Debug)]
 pub struct Inlet {
     pub name: String,
-    /// A box (the only region inlets take so far: `scene::flow_engines`).
+    /// A `Box` or a `Cylinder` (validated by `scene::flow_engines`): the whole of every new
+    /// sphere lies in it.
+    pub region: Region,
+    /// The region's bounding box.
     pub lo: V3,
     pub hi: V3,
     pub material: u16,
@@ -177,15 +181,50 @@ pub struct Inlet {
     pub warned: bool,
 }
 
-impl Inlet {
-    /// The region as a [`Region`] (documentation, tests).
-    pub fn region(&self) -> Region {
-        Region::Box {
-            lo: self.lo,
-            hi: self.hi,
+/// The bounding box of an inlet's region (a `Box` or a `Cylinder`; a half-space has none).
+pub fn bounding_box(region: &Region) -> Option<(V3, V3)> {
+    match region {
+        Region::Box { lo, hi } => Some((*lo, *hi)),
+        Region::Cylinder { a, b, radius } => {
+            // the end discs reach radius · sqrt(1 − e_k²) along axis k (e: the unit axis)
+            let e = (b - a).normalize();
+            let ext = V3::from_fn(|k, _| radius * (1.0 - e[k] * e[k]).max(0.0).sqrt());
+            Some((a.inf(b) - ext, a.sup(b) + ext))
         }
+        Region::HalfSpace { .. } => None,
     }
+}
 
+/// The centre of a sphere of radius `r` lying wholly in `region` (a `Box` or a `Cylinder`
+/// at least 2r wide), uniform over the region shrunk by r, from three uniforms in [0, 1).
+fn place(region: &Region, r: f64, u: [f64; 3]) -> V3 {
+    match region {
+        Region::Box { lo, hi } => V3::from_fn(|k, _| lo[k] + r + (hi[k] - lo[k] - 2.0 * r) * u[k]),
+        Region::Cylinder { a, b, radius } => {
+            let ab = b - a;
+            let len = ab.norm();
+            let e = ab / len;
+            // two unit vectors across the axis: the coordinate axis least along it, made
+            // orthogonal to it (Gram–Schmidt), and their cross product
+            let h = if e.x.abs() < 0.9 {
+                V3::new(1.0, 0.0, 0.0)
+            } else {
+                V3::new(0.0, 1.0, 0.0)
+            };
+            let e1 = (h - e * h.dot(&e)).normalize();
+            let e2 = e.cross(&e1);
+            // uniform over the disc of radius R − r: the area inside ρ grows as ρ², so
+            // ρ = (R − r) √u (inverse transform sampling)
+            let rho = (radius - r) * u[0].sqrt();
+            let phi = 2.0 * std::f64::consts::PI * u[1];
+            let t = r + (len - 2.0 * r) * u[2];
+            a + e * t + (e1 * phi.cos() + e2 * phi.sin()) * rho
+        }
+        Region::HalfSpace { .. } => unreachable!("inlets take boxes and cylinders"),
+    }
+}
+
+impl Inlet {
     /// It would insert at `step` (time `time`): a multiple of `every` with something wanted.
     pub fn due(&self, step: u64, time: f64) -> bool {
         step.is_multiple_of(self.every) && self.wants(time)
@@ -264,11 +303,7 @@ impl Inlet {
             let first = self.tries;
             for a in first..first + self.attempts {
                 self.tries += 1;
-                let c = V3::from_fn(|k, _| {
-                    self.lo[k]
-                        + r
-                        + (self.hi[k] - self.lo[k] - 2.0 * r) * self.uniform(seq, a, k as u64)
-                });
+                let c = place(&self.region, r, [0, 1, 2].map(|k| self.uniform(seq, a, k)));
                 // clear of the walls (one-sided planes, normal towards the spheres)
                 if walls.iter().any(|w| (c - w.point).dot(&w.normal) < r) {
                     continue;
@@ -357,5 +392,47 @@ mod tests {
             s += d;
         }
         assert!((s / n as f64 - 1.0).abs() < 0.005);
+    }
+
+    /// Centres in a tilted cylinder: every sphere wholly inside; uniform over the shrunk
+    /// cylinder (mean (ρ/(R − r))² = 1/2 as for a uniform disc, mean axial position L/2,
+    /// mean angle-free: the centroid on the axis).
+    #[test]
+    fn cylinder_placement_is_uniform_and_inside() {
+        let (a, b) = (V3::new(0.1, -0.2, 0.3), V3::new(0.5, 0.4, -0.1));
+        let (big_r, r) = (0.2, 0.05);
+        let reg = Region::Cylinder {
+            a,
+            b,
+            radius: big_r,
+        };
+        let (e, len) = ((b - a).normalize(), (b - a).norm());
+        let n = 40_000u64;
+        let (mut s_rho2, mut s_t, mut s_perp) = (0.0, 0.0, V3::zeros());
+        for k in 0..n {
+            let u = [0, 1, 2].map(|j| crate::scene::gen::unit(splitmix(k * 3 + j)));
+            let c = place(&reg, r, u);
+            let t = (c - a).dot(&e);
+            let perp = (c - a) - e * t;
+            assert!(perp.norm() <= big_r - r + 1e-15 && t >= r - 1e-15 && t <= len - r + 1e-15);
+            s_rho2 += perp.norm_squared() / ((big_r - r) * (big_r - r));
+            s_t += (t - r) / (len - 2.0 * r);
+            s_perp += perp;
+        }
+        let nf = n as f64;
+        assert!((s_rho2 / nf - 0.5).abs() < 0.005, "{}", s_rho2 / nf);
+        assert!((s_t / nf - 0.5).abs() < 0.005, "{}", s_t / nf);
+        assert!(
+            (s_perp / nf).norm() < 0.005 * big_r,
+            "{}",
+            (s_perp / nf).norm()
+        );
+        let (lo, hi) = bounding_box(&reg).unwrap();
+        // the bounding box of the two end discs (radius R across the axis)
+        for k in 0..3 {
+            let ext = big_r * (1.0 - e[k] * e[k]).sqrt();
+            assert!((lo[k] - (a[k].min(b[k]) - ext)).abs() < 1e-15);
+            assert!((hi[k] - (a[k].max(b[k]) + ext)).abs() < 1e-15);
+        }
     }
 }

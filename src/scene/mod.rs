@@ -775,6 +775,7 @@ fn inlet(
     dt: f64,
 ) -> Result<crate::engines::inlet::Inlet> {
     use crate::engines::inlet::{Inlet, Psd, Rate, GID_STRIDE};
+    use crate::engines::region::Region;
     let p = format!("inlets[{k}]");
     let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
     if s.name.is_empty() || s.name.len() > 64 || !s.name.chars().all(ok) {
@@ -844,29 +845,58 @@ fn inlet(
         }
     };
     let rp = format!("{p}.region");
-    let (lo, hi) = match &s.region {
-        RegionSpec::Box { lo, hi } => (ctx.finite3(&rp, *lo)?, ctx.finite3(&rp, *hi)?),
-        _ => return Err(ctx.err(&rp, "inlets take a `Box` region (so far)")),
-    };
     let dmax = psd.max();
-    if (0..3).any(|a| hi[a] - lo[a] <= dmax) {
-        return Err(ctx.err(
-            &rp,
-            format!("the box must be wider than the largest diameter {dmax} on every axis"),
-        ));
-    }
+    let (region, volume) = match &s.region {
+        RegionSpec::Box { lo, hi } => {
+            let (lo, hi) = (ctx.finite3(&rp, *lo)?, ctx.finite3(&rp, *hi)?);
+            if (0..3).any(|a| hi[a] - lo[a] <= dmax) {
+                return Err(ctx.err(
+                    &rp,
+                    format!("the box must be wider than the largest diameter {dmax} on every axis"),
+                ));
+            }
+            let v = (0..3).map(|a| hi[a] - lo[a]).product::<f64>();
+            (Region::Box { lo, hi }, v)
+        }
+        RegionSpec::Cylinder { a, b, radius } => {
+            let (a, b) = (ctx.finite3(&rp, *a)?, ctx.finite3(&rp, *b)?);
+            if (b - a).norm_squared() == 0.0 {
+                return Err(ctx.err(&rp, "the axis ends a and b must differ"));
+            }
+            let radius = ctx.positive(&rp, *radius)?;
+            let len = (b - a).norm();
+            if 2.0 * radius <= dmax || len <= dmax {
+                return Err(ctx.err(
+                    &rp,
+                    format!(
+                        "the cylinder's diameter {} and length {len} must exceed the largest \
+                         sphere diameter {dmax}",
+                        2.0 * radius
+                    ),
+                ));
+            }
+            let v = std::f64::consts::PI * radius * radius * len;
+            (Region::Cylinder { a, b, radius }, v)
+        }
+        RegionSpec::HalfSpace { .. } => {
+            return Err(ctx.err(
+                &rp,
+                "inlets take a `Box` or `Cylinder` region (a half-space has no volume to fill)",
+            ))
+        }
+    };
+    let (lo, hi) = crate::engines::inlet::bounding_box(&region).expect("a box or a cylinder");
     if (0..3).any(|a| lo[a] < domain.lo[a] || hi[a] > domain.hi[a]) {
-        return Err(ctx.err(&rp, "the box must lie inside the domain"));
+        return Err(ctx.err(&rp, "the region must lie inside the domain"));
     }
-    // nothing sized from an unvalidated number: the box holds at most ~its volume over the
-    // smallest sphere's (random sequential addition jams below that)
-    let cap = (0..3).map(|a| hi[a] - lo[a]).product::<f64>()
-        / (psd.min().powi(3) * std::f64::consts::PI / 6.0);
+    // nothing sized from an unvalidated number: the region holds at most ~its volume over
+    // the smallest sphere's (random sequential addition jams below that)
+    let cap = volume / (psd.min().powi(3) * std::f64::consts::PI / 6.0);
     if cap > MAX_INLET_SPHERES {
         return Err(ctx.err(
             &pp,
             format!(
-                "the box could hold {cap:.3e} of its smallest spheres (at most \
+                "the region could hold {cap:.3e} of its smallest spheres (at most \
                  {MAX_INLET_SPHERES:e}): a diameter in the wrong unit?"
             ),
         ));
@@ -899,6 +929,7 @@ fn inlet(
     }
     Ok(Inlet {
         name: s.name.clone(),
+        region,
         lo,
         hi,
         material,

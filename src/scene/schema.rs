@@ -462,7 +462,7 @@ fn infinity() -> f64 {
 pub struct InletSpec {
     /// Letters, digits and `_`; unique among the inlets.
     pub name: String,
-    /// A `Box` (the other regions are refused for inlets so far).
+    /// A `Box` or a `Cylinder` (a `HalfSpace` is refused: no volume to fill).
     pub region: RegionSpec,
     pub material: String,
     pub psd: PsdSpec,
