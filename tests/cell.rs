@@ -233,24 +233,12 @@ fn flipping_the_cell_leaves_every_force_bitwise() {
 /// 3 % while the axial stress rises (σ_zz/σ_xx > 1.5; measured 2.97).
 #[test]
 fn servo_compresses_then_shears_at_constant_lateral_stress() {
-    let text = "Scene(
-    materials: [Frict(name: \"g\", young: 2e7, poisson: 0.3, friction_angle: 0.5, density: 2650.0)],
-    spheres: [RandomFill(material: \"g\", lo: (0.0, 0.0, 0.0), hi: (0.0095, 0.0095, 0.0095), count: 300,
-                         radius: 0.0005, polydispersity: 0.3, seed: 3)],
-    damping: 0.2,
-    dt: PWave(0.5),
-    run: Steps(400000),
-    domain: Domain(lo: (0.0, 0.0, 0.0), hi: (0.0095, 0.0095, 0.0095), periodic: (true, true, true)),
-    output: Output(series_every: 0),
-    cell: Cell(stages: [
-        Stage(name: \"iso\", goal: (-5e4, -5e4, -5e4), max_strain_rate: (5.0, 5.0, 5.0),
-              max_unbalanced: 1e-2, rel_stress_tol: 1e-3, friction_angle: Some(0.0)),
-        Stage(name: \"triax\", goal: (-5e4, -5e4, -0.02), stress_mask: (true, true, false),
-              max_strain_rate: (5.0, 5.0, 0.5), max_unbalanced: 10.0,
-              friction_angle: Some(0.4636476090008061), reset_strain: true),
-    ]),
-)";
-    let mut s = sim(text);
+    let text = periodic_packing(
+        0.5,
+        "output: Output(series_every: 0),",
+        &triax_stages(1e-2, 1e-3),
+    );
+    let mut s = sim(&text);
     let mut iso_end = None;
     for _ in 0..200_000 {
         s.step().unwrap();

@@ -4,48 +4,35 @@
 //! and across a restart mid-shear (the energy budget's columns too: exact sums). Scene: 300
 //! frictional spheres (r = 0.5 mm ± 30 %, E = 2e7 Pa) in a fully periodic cell.
 
+mod common;
 mod support;
 
+use common::{periodic_packing, triax_stages};
 use support::*;
 
-/// The triaxial scene: "iso" to 50 kPa frictionless, then "triax" with tan φ = 0.5 at
-/// constant lateral stress, axial log strain to −2 %; `extra` goes into the scene.
-fn triax(extra: &str) -> String {
-    format!(
-        "Scene(
-    materials: [Frict(name: \"g\", young: 2e7, poisson: 0.3, friction_angle: 0.5, density: 2650.0)],
-    spheres: [RandomFill(material: \"g\", lo: (0.0, 0.0, 0.0), hi: (0.0095, 0.0095, 0.0095), count: 300,
-                         radius: 0.0005, polydispersity: 0.3, seed: 3)],
-    damping: 0.2,
-    dt: PWave(0.5),
-    run: Steps(400000),
-    reproducible: true,
-    energy: true,
-    domain: Domain(lo: (0.0, 0.0, 0.0), hi: (0.0095, 0.0095, 0.0095), periodic: (true, true, true)),
-    output: Output(series_every: 500, snapshot_every: 0),
-    {extra}
-)"
+/// The cell tests' packing (tests/common.rs) in reproducible mode with energy tracking,
+/// series every 500 steps, checkpoints as `checkpoint` says, and the cell's `stages`.
+fn scene(checkpoint: &str, stages: &str) -> String {
+    periodic_packing(
+        0.5,
+        &format!(
+            "reproducible: true,\n    energy: true,\n    \
+             output: Output(series_every: 500, snapshot_every: 0),\n    {checkpoint}"
+        ),
+        stages,
     )
 }
-
-const TRIAX_STAGES: &str = "cell: Cell(stages: [
-        Stage(name: \"iso\", goal: (-5e4, -5e4, -5e4), max_strain_rate: (5.0, 5.0, 5.0),
-              max_unbalanced: 2e-2, rel_stress_tol: 1e-2, friction_angle: Some(0.0)),
-        Stage(name: \"triax\", goal: (-5e4, -5e4, -0.02), stress_mask: (true, true, false),
-              max_strain_rate: (5.0, 5.0, 0.5), max_unbalanced: 10.0,
-              friction_angle: Some(0.4636476090008061), reset_strain: true),
-    ]),";
 
 /// Compression, then simple shear at constant volume: L_xz = 20/s, the diagonal held at zero
 /// strain rate (strain goals 0 from the stage's start); the z edge tilts past half the x
 /// edge after ~12 000 steps and the cell flips.
-const SHEAR_STAGES: &str = "cell: Cell(stages: [
+const SHEAR_STAGES: &str = "
         Stage(name: \"iso\", goal: (-5e4, -5e4, -5e4), max_strain_rate: (5.0, 5.0, 5.0),
               max_unbalanced: 2e-2, rel_stress_tol: 1e-2, friction_angle: Some(0.0)),
         Stage(name: \"shear\", goal: (0.0, 0.0, 0.0), stress_mask: (false, false, false),
               shear_rate: (0.0, 20.0, 0.0), max_unbalanced: 1e-9,
               friction_angle: Some(0.4636476090008061), reset_strain: true),
-    ]),";
+    ";
 
 fn run(tmp: &TempDir, scene: &str, ranks: usize, threads: usize, out: &str, extra: &[&str]) {
     let dir = tmp.0.join(out);
@@ -54,6 +41,32 @@ fn run(tmp: &TempDir, scene: &str, ranks: usize, threads: usize, out: &str, extr
     args.push(scene);
     let o = demhpc(ranks, threads, &args, &tmp.0);
     assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+}
+
+/// Restart from checkpoint `ck` on `ranks` ranks to step `steps` into `tmp/restart`: its final
+/// snapshot must have the bits of the uninterrupted run's in `tmp/reference`. Returns the
+/// restart's output directory.
+fn restart_matches(
+    tmp: &TempDir,
+    ck: &std::path::Path,
+    ranks: usize,
+    steps: &str,
+    reference: &str,
+) -> std::path::PathBuf {
+    let dir = tmp.0.join("restart");
+    let (ck, out) = (ck.to_str().unwrap(), dir.to_str().unwrap());
+    let o = demhpc(
+        ranks,
+        1,
+        &["--restart", ck, "--steps", steps, "--out", out],
+        &tmp.0,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let snap = format!("snapshots/snap_{:09}.h5", steps.parse::<u64>().unwrap());
+    let a = read_state(&tmp.0.join(reference).join(&snap));
+    let b = read_state(&dir.join(&snap));
+    assert!(a == b, "the restart on {ranks} ranks diverged");
+    dir
 }
 
 /// Column `name` of series.csv as text (every row).
@@ -76,9 +89,10 @@ fn triaxial_is_bitwise_on_any_layout_and_across_restart() {
     let steps = "56000";
     std::fs::write(
         tmp.0.join("t.ron"),
-        triax(&format!(
-            "checkpoint: (every: 25000, keep: 4),\n    {TRIAX_STAGES}"
-        )),
+        scene(
+            "checkpoint: (every: 25000, keep: 4),",
+            &triax_stages(2e-2, 1e-2),
+        ),
     )
     .unwrap();
     let layouts = [(1, 1), (2, 1), (4, 1), (8, 1), (2, 2)];
@@ -111,24 +125,7 @@ fn triaxial_is_bitwise_on_any_layout_and_across_restart() {
         "1",
         "the checkpoint at 50 000 is not mid-shear"
     );
-    let dir = tmp.0.join("restart");
-    let o = demhpc(
-        3,
-        1,
-        &[
-            "--restart",
-            ck.to_str().unwrap(),
-            "--steps",
-            steps,
-            "--out",
-            dir.to_str().unwrap(),
-        ],
-        &tmp.0,
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let a = read_state(&tmp.0.join("o1_1/snapshots/snap_000056000.h5"));
-    let b = read_state(&dir.join("snapshots/snap_000056000.h5"));
-    assert!(a == b, "the restart on 3 ranks diverged");
+    let dir = restart_matches(&tmp, &ck, 3, steps, "o1_1");
     let rest = std::fs::read_to_string(dir.join("series.csv")).unwrap();
     let tail = |s: &str| {
         s.lines()
@@ -153,9 +150,7 @@ fn simple_shear_flips_bitwise_on_ranks_and_across_restart() {
     let steps = "66000";
     std::fs::write(
         tmp.0.join("s.ron"),
-        triax(&format!(
-            "checkpoint: (every: 6000, keep: 20),\n    {SHEAR_STAGES}"
-        )),
+        scene("checkpoint: (every: 6000, keep: 20),", SHEAR_STAGES),
     )
     .unwrap();
     let layouts = [(1, 1), (3, 1)];
@@ -185,22 +180,5 @@ fn simple_shear_flips_bitwise_on_ranks_and_across_restart() {
     let ck = tmp
         .0
         .join(format!("o3_1/checkpoints/ckpt_{ck_step:010}.h5"));
-    let dir = tmp.0.join("restart");
-    let o = demhpc(
-        1,
-        1,
-        &[
-            "--restart",
-            ck.to_str().unwrap(),
-            "--steps",
-            steps,
-            "--out",
-            dir.to_str().unwrap(),
-        ],
-        &tmp.0,
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
-    let a = read_state(&tmp.0.join("o1_1/snapshots/snap_000066000.h5"));
-    let b = read_state(&dir.join("snapshots/snap_000066000.h5"));
-    assert!(a == b, "the restart after the flip diverged");
+    restart_matches(&tmp, &ck, 1, steps, "o1_1");
 }

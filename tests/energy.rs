@@ -9,25 +9,11 @@ use common::*;
 /// The triaxial test of tests/cell.rs (300 spheres, iso compression frictionless, then shear
 /// with tan φ = 0.5 at constant lateral stress to 2 % axial strain), with energy tracking.
 fn triax() -> String {
-    "Scene(
-    materials: [Frict(name: \"g\", young: 2e7, poisson: 0.3, friction_angle: 0.5, density: 2650.0)],
-    spheres: [RandomFill(material: \"g\", lo: (0.0, 0.0, 0.0), hi: (0.0095, 0.0095, 0.0095), count: 300,
-                         radius: 0.0005, polydispersity: 0.3, seed: 3)],
-    damping: 0.2,
-    dt: PWave(0.35),
-    run: Steps(400000),
-    energy: true,
-    domain: Domain(lo: (0.0, 0.0, 0.0), hi: (0.0095, 0.0095, 0.0095), periodic: (true, true, true)),
-    output: Output(series_every: 0),
-    cell: Cell(stages: [
-        Stage(name: \"iso\", goal: (-5e4, -5e4, -5e4), max_strain_rate: (5.0, 5.0, 5.0),
-              max_unbalanced: 1e-2, rel_stress_tol: 1e-3, friction_angle: Some(0.0)),
-        Stage(name: \"triax\", goal: (-5e4, -5e4, -0.02), stress_mask: (true, true, false),
-              max_strain_rate: (5.0, 5.0, 0.5), max_unbalanced: 10.0,
-              friction_angle: Some(0.4636476090008061), reset_strain: true),
-    ]),
-)"
-    .to_string()
+    periodic_packing(
+        0.35,
+        "energy: true,\n    output: Output(series_every: 0),",
+        &triax_stages(1e-2, 1e-3),
+    )
 }
 
 /// Over the whole triaxial test (compaction of a granular gas through jamming, then shear), the

@@ -306,24 +306,13 @@ impl Lanes {
                 work[k] = [0.0; 3];
                 continue;
             }
-            let l = self.l.get(q);
-            let n = l / self.d2[q].sqrt();
-            let (r1, r2) = (self.r1[q], self.r2[q]);
-            let (w1, w2) = (self.w1.get(q), self.w2.get(q));
-            let v12 = geom::relative_velocity(self.v1.get(q), w1, r1, self.v2.get(q), w2, r2, n);
-            let p = FrictPhys {
-                kn: self.kn[q],
-                ks: self.ks[q],
-                tan_phi: self.tan_phi[q],
-                cn: self.cn[q],
-            };
-            let twist = n.dot(&(w1 + w2));
+            let g = self.geometry(q);
             let (fs, n_old, fs_new) = (self.fs.get(q), self.n_old.get(q), self.fs_new.get(q));
             let (slip, visc) = law
-                .step_energy(&p, fs, n_old, n, v12, twist, dt, fs_new)
+                .step_energy(&g.p, fs, n_old, g.n, g.v12, g.twist, dt, fs_new)
                 .unwrap_or((f64::NAN, f64::NAN));
             let f = self.f.get(q);
-            let boundary = grad.map_or(0.0, |g| f.dot(&(g * l)) * dt);
+            let boundary = grad.map_or(0.0, |m| f.dot(&(m * g.l)) * dt);
             work[k] = [slip, visc, boundary];
         }
     }
@@ -346,27 +335,69 @@ impl Lanes {
     }
 }
 
+/// What the law of lane q starts from: branch vector, unit normal, normal displacement, radii,
+/// angular velocities, the relative velocity at the contact (lever arms d1 = r1, d2 = r2: digest
+/// A4.1 with d0 = r1 + r2, radius arms avoid ratcheting), the twist n·(ω1 + ω2) and the pair
+/// constants. The kernel and the energy pass share it (inlined: the kernel's vector code).
+struct LaneGeometry {
+    l: V3,
+    n: V3,
+    u_n: f64,
+    r1: f64,
+    r2: f64,
+    w1: V3,
+    w2: V3,
+    v12: V3,
+    twist: f64,
+    p: FrictPhys,
+}
+
+impl Lanes {
+    #[inline(always)]
+    fn geometry(&self, q: usize) -> LaneGeometry {
+        let l = self.l.get(q);
+        let d = self.d2[q].sqrt();
+        let (r1, r2) = (self.r1[q], self.r2[q]);
+        let n = l / d;
+        let (w1, w2) = (self.w1.get(q), self.w2.get(q));
+        LaneGeometry {
+            l,
+            n,
+            u_n: d - (r1 + r2),
+            r1,
+            r2,
+            w1,
+            w2,
+            v12: geom::relative_velocity(self.v1.get(q), w1, r1, self.v2.get(q), w2, r2, n),
+            twist: n.dot(&(w1 + w2)),
+            p: FrictPhys {
+                kn: self.kn[q],
+                ks: self.ks[q],
+                tan_phi: self.tan_phi[q],
+                cn: self.cn[q],
+            },
+        }
+    }
+}
+
 /// The law `L` on every lane: geometry (thesis §2.3, digest A4.2–A4.3), the law's step
 /// ([`FrictLaw::step`], e.g. Cundall–Strack, thesis eq. 2.45–2.49), torques (digest A6, erratum A13 row 5). The same operations as the scalar
 /// functions it calls, lane by lane.
 #[inline(always)]
 fn kernel<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
     for q in 0..LANES {
-        let l = b.l.get(q);
-        let d = b.d2[q].sqrt();
-        let (r1, r2) = (b.r1[q], b.r2[q]);
-        let u_n = d - (r1 + r2);
-        let n = l / d;
-        let (w1, w2) = (b.w1.get(q), b.w2.get(q));
-        // Lever arms d1 = r1, d2 = r2 (digest A4.1 with d0 = r1 + r2; radius arms avoid ratcheting).
-        let v12 = geom::relative_velocity(b.v1.get(q), w1, r1, b.v2.get(q), w2, r2, n);
-        let p = FrictPhys {
-            kn: b.kn[q],
-            ks: b.ks[q],
-            tan_phi: b.tan_phi[q],
-            cn: b.cn[q],
-        };
-        let twist = n.dot(&(w1 + w2));
+        let LaneGeometry {
+            n,
+            u_n,
+            r1,
+            r2,
+            w1,
+            w2,
+            v12,
+            twist,
+            p,
+            ..
+        } = b.geometry(q);
         let n_old = b.n_old.get(q);
         let r_eff = r1 * r2 / (r1 + r2);
         let (f, fs) = law.step(&p, b.fs.get(q), n_old, n, u_n, v12, twist, dt, r_eff);

@@ -17,6 +17,10 @@ use crate::error::{Error, Result};
 use crate::particles::Particles;
 use crate::V3;
 
+/// Home images of this many cells on some axis move a deformed cell's particle home
+/// ([`Domain::wrap_owned`]).
+pub const REHOME: i32 = 3;
+
 /// Simulation box; periodic axes form the periodic cell, which starts as the box `lo..hi` and
 /// may deform (issue 23, [`Cell`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -82,11 +86,22 @@ impl Domain {
 
     /// Wrap owned particles that left the periodic cell back into it, counting the wraps. A
     /// deformed cell moves no position (Yade's rule, digest A11.2): each owned particle gets
-    /// its home image instead ([`Cell::home`]), the offset that brings it into the cell.
+    /// its home image instead ([`Cell::home`]), the offset that brings it into the cell — until
+    /// that offset reaches [`REHOME`] cells on some axis (a long simple shear carries the top
+    /// layers many cells along): then the particle is moved home by H h, a lattice translation
+    /// (its velocity, a fluctuation, is periodic), so that image differences, hence the pairs'
+    /// shift codes, stay few. Decided per particle from its own position: the same on every
+    /// rank count.
     pub fn wrap_owned(&self, ps: &mut Particles) {
         if self.cell.deformed {
             for i in 0..ps.n_owned {
-                ps.image[i] = self.cell.home(&ps.pos[i], self.periodic);
+                let h = self.cell.home(&ps.pos[i], self.periodic);
+                if h.iter().any(|c| c.abs() >= REHOME) {
+                    ps.pos[i] += self.cell.shift(h);
+                    ps.image[i] = self.cell.home(&ps.pos[i], self.periodic);
+                } else {
+                    ps.image[i] = h;
+                }
             }
             return;
         }
@@ -172,6 +187,27 @@ mod tests {
         imgs.sort();
         assert!(imgs.contains(&[1, 1, 1]));
         assert!(ps.gid[2..].iter().all(|&g| g == 0));
+    }
+
+    #[test]
+    fn deformed_cell_keeps_positions_and_rehomes_far_ones() {
+        // a sheared cell: home images instead of wrapping, a move home from 3 cells away
+        let mut d = Domain::new(V3::zeros(), V3::repeat(1.0), [true; 3]);
+        let mut h = d.cell.h;
+        h[(0, 2)] = 0.3;
+        d.cell.set_h(h);
+        let mut ps = Particles::default();
+        ps.push_owned(&Particle::sphere(0, V3::new(2.5, 0.5, 0.5), 0.1, 1.0, 0));
+        ps.push_owned(&Particle::sphere(1, V3::new(4.2, -0.4, 0.5), 0.1, 1.0, 0));
+        let x0 = ps.pos[0];
+        d.wrap_owned(&mut ps);
+        assert_eq!(ps.pos[0], x0, "a particle two cells out keeps its position");
+        assert_eq!(ps.image[0], [-2, 0, 0]);
+        // the second was 4 cells out along x (s_x = 4.2 − 0.3·0.5 = 4.05): moved home
+        let s = d.cell.reduced(&ps.pos[1]);
+        assert!((0..3).all(|a| (0.0..1.0).contains(&s[a])), "{s:?}");
+        assert_eq!(ps.image[1], [0, 0, 0]);
+        assert!((ps.pos[1] - V3::new(0.2, 0.6, 0.5)).norm() < 1e-15);
     }
 
     #[test]
