@@ -1309,6 +1309,7 @@ impl Simulation {
         let tasks = self.slots.task_ranges().len();
         if self.energy.is_some() {
             self.pairs.work.resize(self.pairs.len(), [0.0; 3]);
+            self.wall_pairs.work.resize(self.wall_pairs.len(), [0.0; 3]);
         }
         if self.fuse
             && tasks >= 2
@@ -1557,17 +1558,20 @@ impl Simulation {
     }
 
     /// Energy tracking: this step's slip, viscous and boundary work of the contacts (the
-    /// contact loop's per-pair entries, `PairList::work`), each contact once (on the rank
-    /// owning its particle 1), into this rank's cumulative exact sums.
+    /// contact loops' per-pair entries, `PairList::work`: sphere pairs, walls, facets), each
+    /// contact once (on the rank owning its sphere, particle 1 of a sphere pair), into this
+    /// rank's cumulative exact sums.
     fn tally_contacts(&mut self) {
         let Some(book) = &mut self.energy else {
             return;
         };
-        let (pairs, n) = (&self.pairs, self.ps.n_owned);
-        for k in 0..pairs.len() {
-            if pairs.active[k] && (pairs.i[k] as usize) < n {
-                for (s, &w) in book.contact.iter_mut().zip(&pairs.work[k]) {
-                    s.add(w);
+        let n = self.ps.n_owned;
+        for pairs in [&self.pairs, &self.wall_pairs] {
+            for k in 0..pairs.len() {
+                if pairs.active[k] && (pairs.i[k] as usize) < n {
+                    for (s, &w) in book.contact.iter_mut().zip(&pairs.work[k]) {
+                        s.add(w);
+                    }
                 }
             }
         }
@@ -1947,23 +1951,30 @@ impl Simulation {
         M3::from_fn(|a, b| -sums[3 * a + b].value() / vol)
     }
 
-    /// Elastic energy stored in the contacts: Σ ½ K_N u_N² + ½ |F_T|²/K_T over real contacts
-    /// (each counted once), for energy-balance checks. Collective.
+    /// Elastic energy stored in the contacts over real contacts (each counted once): the law's
+    /// springs ([`FrictLaw::elastic_energy`](crate::contact::law::FrictLaw::elastic_energy):
+    /// ½ K_N u_N² + ½ |F_T|²/K_T for Cundall–Strack, the Hertz potential (2/5) k_N δ^{5/2} +
+    /// ½ S_T |ξ|², …) and the EPSD rolling springs ½ |M|²/k_r; sphere pairs, walls and facets.
+    /// Collective.
     pub fn elastic_energy(&self) -> f64 {
         let ps = &self.ps;
-        let mut e = ExactSum::new();
-        let shear = |st: &crate::contact::store::FrictState| {
-            if st.phys.ks > 0.0 {
-                0.5 * st.fs.norm_squared() / st.phys.ks
-            } else {
-                0.0
+        let (law, roll) = (self.mix.law(), self.mix.rolling());
+        let spring = |p: &crate::material::FrictPhys, u_n: f64, r_eff: f64, m: V3| {
+            if !roll.has_history() {
+                return 0.0;
             }
+            let (k_t, k_n) = law.stiffnesses(p, u_n);
+            roll.spring_energy(m, roll.spring(r_eff, k_t, k_n, 0.0).0)
         };
+        let mut e = ExactSum::new();
         for k in 0..self.pairs.len() {
             let st = &self.pairs.state[k];
-            if self.pairs.active[k] && (self.pairs.i[k] as usize) < ps.n_owned {
+            let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
+            if self.pairs.active[k] && i < ps.n_owned {
                 let u_n = (-self.pair_overlap(k).1).min(0.0);
-                e.add(0.5 * st.phys.kn * u_n * u_n + shear(st));
+                let r_eff = ps.radius[i] * ps.radius[j] / (ps.radius[i] + ps.radius[j]);
+                e.add(law.elastic_energy(&st.phys, u_n, st.fs, r_eff));
+                e.add(spring(&st.phys, u_n, r_eff, self.pairs.roll[k]));
             }
         }
         for k in 0..self.wall_pairs.len() {
@@ -1972,10 +1983,18 @@ impl Simulation {
                 let i = self.wall_pairs.i[k] as usize;
                 let u_n = match self.walls.get(self.wall_pairs.j[k] as usize) {
                     Some(w) => (ps.pos[i] - w.point).dot(&w.normal) - ps.radius[i],
-                    None => self.facets.hit[k].u_n, // a mesh facet
+                    None => {
+                        // a mesh facet: its triangle now (as the walls: current positions)
+                        let t = self.wall_pairs.j[k] as usize - self.walls.len();
+                        let (v, nf) = (&self.meshes.tri[t], self.meshes.normal[t]);
+                        let c = (ps.pos[i], ps.radius[i]);
+                        crate::mesh::geom::sphere_contact(c.0, c.1, v[0], v[1], v[2], nf).2
+                    }
                 }
                 .min(0.0);
-                e.add(0.5 * st.phys.kn * u_n * u_n + shear(st));
+                let r = ps.radius[i];
+                e.add(law.elastic_energy(&st.phys, u_n, st.fs, r));
+                e.add(spring(&st.phys, u_n, r, self.wall_pairs.roll[k]));
             }
         }
         let mut v = [e];

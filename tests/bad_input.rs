@@ -485,7 +485,12 @@ bad!(
     13,
     "a wall's normal must lie along the non-periodic axes"
 );
-bad!(energy_hertz, At::Scene, 4, "only `Frict` materials");
+bad!(
+    energy_cpm,
+    At::Scene,
+    4,
+    "CPM does not split its dissipation"
+);
 bad!(
     energy_position_mode,
     At::Scene,

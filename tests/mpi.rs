@@ -336,12 +336,13 @@ fn replicated_scene_is_bitwise_identical_on_1_2_4_ranks() {
 /// `SETTLE` with the Hertz–Mindlin law (restitution 0.5, DMT adhesion) instead of the linear one, and
 /// rolling and twisting resistance of the EPSD model (its moment histories travel with
 /// migrating particles and checkpoints; the constant-torque model runs the same kernel minus
-/// the history).
+/// the history), with the energy budget (its columns in series.csv: exact sums over spheres,
+/// walls and rolling springs).
 fn settle_hertz() -> String {
     SETTLE
         .replace(
             "gravity: (0.0, 0.0, -9.81),",
-            "gravity: (0.0, 0.0, -9.81), rolling: (mu_r: 0.1, mu_t: 0.05, model: Epsd2),",
+            "gravity: (0.0, 0.0, -9.81), rolling: (mu_r: 0.1, mu_t: 0.05, model: Epsd2),\n    energy: true,",
         )
         .replace(
         r#"Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.4636476090008061, density: 2600.0)"#,
@@ -360,6 +361,17 @@ fn hertz_settle_is_bitwise_identical_on_any_rank_and_thread_count_and_restart() 
     let layouts = [(1, 1), (1, 2), (2, 1), (3, 2), (4, 1), (8, 1)];
     let runs = run_layouts(&tmp, &scene, 3000, &layouts, &["--reproducible"]);
     assert_eq!(runs[0].1.gid.len(), 512);
+    // the energy columns are there and non-trivial (gravity's work, friction)
+    let series = &runs[0].2;
+    let head: Vec<&str> = series.lines().next().unwrap().split(',').collect();
+    let last: Vec<&str> = series.lines().last().unwrap().split(',').collect();
+    for c in ["w_gravity_J", "d_friction_J", "e_elastic_J"] {
+        let k = head
+            .iter()
+            .position(|h| *h == c)
+            .unwrap_or_else(|| panic!("no {c}"));
+        assert!(last[k].parse::<f64>().unwrap() > 0.0, "{c} = {}", last[k]);
+    }
     assert!(runs[0].1.ncontacts.iter().any(|&c| c > 0));
     assert_all_identical(&runs);
     // 1 rank to step 2000 with a checkpoint (the spheres have landed: contacts with

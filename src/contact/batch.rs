@@ -21,7 +21,7 @@
 //! thread count.
 
 use super::law::rolling::{RollModel, Rolling};
-use super::law::FrictLaw;
+use super::law::{self, FrictLaw};
 use super::store::FrictState;
 #[cfg(doc)]
 use super::store::PairList;
@@ -289,12 +289,17 @@ impl Lanes {
         }
     }
 
-    /// Energy tracking: each lane's slip and viscous work ([`FrictLaw::step_energy`]) and the
-    /// mean field's work on the contact, F · (L l) Δt (the boundary's work through this
-    /// contact), into `work` (the range's per-pair entries); zeros for a contact that ends.
+    /// Energy tracking: each lane's frictional and viscous work ([`law::contact_energy`]: the
+    /// law's and the rolling resistance's; `m_roll` the range's old moment histories, empty
+    /// without) and the mean field's work on the contact, F · (L l) Δt (the boundary's work
+    /// through this contact), into `work` (the range's per-pair entries); zeros for a contact
+    /// that ends.
+    #[allow(clippy::too_many_arguments)]
     fn energy<L: FrictLaw>(
         &self,
         law: &L,
+        roll: &Rolling,
+        m_roll: &[V3],
         m: usize,
         dt: f64,
         grad: Option<&crate::M3>,
@@ -307,11 +312,23 @@ impl Lanes {
                 continue;
             }
             let g = self.geometry(q);
-            let (fs, n_old, fs_new) = (self.fs.get(q), self.n_old.get(q), self.fs_new.get(q));
-            let (slip, visc) = law
-                .step_energy(&g.p, fs, n_old, g.n, g.v12, g.twist, dt, fs_new)
-                .unwrap_or((f64::NAN, f64::NAN));
             let f = self.f.get(q);
+            let c = law::ContactStep {
+                p: g.p,
+                fs: self.fs.get(q),
+                n_old: self.n_old.get(q),
+                n: g.n,
+                u_n: g.u_n,
+                v12: g.v12,
+                twist: g.twist,
+                r_eff: g.r1 * g.r2 / (g.r1 + g.r2),
+                fs_new: self.fs_new.get(q),
+                f,
+                w: (g.w1, g.w2),
+                m_roll: m_roll.get(k).copied().unwrap_or_default(),
+                i_r: self.i_r[q],
+            };
+            let [slip, visc] = law::contact_energy(law, roll, &c, dt);
             let boundary = grad.map_or(0.0, |m| f.dot(&(m * g.l)) * dt);
             work[k] = [slip, visc, boundary];
         }
@@ -485,7 +502,7 @@ impl PairsView<'_> {
             }
             kernel.run(law, roll, b, dt);
             if !work.is_empty() {
-                b.energy(law, m, dt, grad.as_ref(), work);
+                b.energy(law, &roll, m_roll, m, dt, grad.as_ref(), work);
             }
             scatter(b, m, base, act, st, out);
             if !m_roll.is_empty() {

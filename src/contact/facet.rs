@@ -137,6 +137,8 @@ pub fn facet_pairs(
         Shared::new(&mut pairs.roll),
         Shared::new(&mut fp.hit),
     );
+    // energy tracking's per-pair work (`PairList::work`; empty when not tracking)
+    let work = Shared::new(&mut pairs.work);
     let j = &pairs.j[..];
     let i_of = &pairs.i[..];
     fp.groups.par_chunks(256).for_each(|gs| {
@@ -149,6 +151,10 @@ pub fn facet_pairs(
                     st: st.slice(a, n),
                     roll: roll.slice(a, n),
                     hit: hit.slice(a, n),
+                    work: match work.len() {
+                        0 => &mut [],
+                        _ => work.slice(a, n),
+                    },
                     tri: &j[a..a + n],
                     slots: &slots[a..a + n],
                 }
@@ -165,6 +171,8 @@ struct Group<'a> {
     /// Rolling-moment histories (EPSD; zeros otherwise).
     roll: &'a mut [V3],
     hit: &'a mut [Hit],
+    /// Energy tracking's per-pair work (empty when not tracking).
+    work: &'a mut [[f64; 3]],
     tri: &'a [u32],
     slots: &'a [u32],
 }
@@ -216,6 +224,9 @@ impl Group<'_> {
             let h = self.hit[k];
             if !h.keep {
                 super::end_wall_contact(&mut self.act[k], &mut self.roll[k]);
+                if let Some(w) = self.work.get_mut(k) {
+                    *w = [0.0; 3];
+                }
                 if h.was {
                     out.wall(self.slots[k], V3::zeros(), V3::zeros()); // its slot held a force
                 }
@@ -236,6 +247,7 @@ impl Group<'_> {
                 m,
                 mix,
                 dt,
+                self.work.get_mut(k),
             );
             out.wall(self.slots[k], f, t2);
         }
@@ -313,10 +325,12 @@ fn facet_law(
     m: usize,
     mix: &MixTable,
     dt: f64,
+    work: Option<&mut [f64; 3]>,
 ) -> (V3, V3) {
     let (n, r) = (h.n, ps.radius[i]);
     let (w1, w2) = (meshes.angvel(m), ps.angvel[i]);
     let v_wall = meshes.point_velocity(m, h.q);
     let v12 = cgeom::relative_velocity(v_wall, V3::zeros(), 0.0, ps.vel[i], w2, r, n);
-    super::wall_contact(st, m_roll, n, h.u_n, v12, (w1, w2), ps, i, mix, dt)
+    let energy = work.map(|w| (-v_wall, w));
+    super::wall_contact(st, m_roll, n, h.u_n, v12, (w1, w2), ps, i, mix, dt, energy)
 }

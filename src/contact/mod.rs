@@ -481,6 +481,8 @@ pub fn wall_pairs(
         pairs.len(),
         "PairList::roll is sized with the list"
     );
+    // energy tracking's per-pair work (`PairList::work`; empty when not tracking)
+    let work = Shared::new(&mut pairs.work);
     pairs
         .active
         .par_chunks_mut(CHUNK)
@@ -489,6 +491,11 @@ pub fn wall_pairs(
         .enumerate()
         .for_each(|(c, ((act, st), m_roll))| {
             let base = c * CHUNK;
+            // SAFETY: chunk c's pairs, this task's only
+            let work = match work.len() {
+                0 => &mut [][..],
+                _ => unsafe { work.slice(base, st.len()) },
+            };
             for k in 0..st.len() {
                 let (i, w) = (ii[base + k] as usize, ww[base + k] as usize);
                 if w >= walls.len() {
@@ -497,7 +504,8 @@ pub fn wall_pairs(
                 let was_active = act[k];
                 let m = &mut m_roll[k];
                 let wall = &walls[w];
-                let r = wall_pair(&mut act[k], &mut st[k], m, ps, wall, mix, dt, i, mean);
+                let e = work.get_mut(k);
+                let r = wall_pair(&mut act[k], &mut st[k], m, ps, wall, mix, dt, i, mean, e);
                 if was_active || act[k] {
                     out.wall(slots[base + k], r.f, r.t2);
                 }
@@ -521,6 +529,7 @@ pub fn wall_pair(
     dt: f64,
     i: usize,
     mean: Option<(crate::M3, V3)>,
+    work: Option<&mut [f64; 3]>,
 ) -> PairForce {
     let r = ps.radius[i];
     let n = wall.normal;
@@ -528,6 +537,9 @@ pub fn wall_pair(
     let u_n = (ps.pos[i] - wall.point).dot(&n) - r;
     if u_n > 0.0 {
         end_wall_contact(active, m_roll);
+        if let Some(w) = work {
+            *w = [0.0; 3];
+        }
         return PairForce::default();
     }
     if !*active {
@@ -542,12 +554,16 @@ pub fn wall_pair(
         );
     }
     let w2 = ps.angvel[i];
-    let v2 = match mean {
-        None => ps.vel[i],
-        Some((g, o)) => ps.vel[i] + g * (ps.pos[i] - o),
+    let v_mean = match mean {
+        None => V3::zeros(),
+        Some((g, o)) => g * (ps.pos[i] - o),
     };
+    let v2 = ps.vel[i] + v_mean;
     let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, v2, w2, r, n);
-    let (f, t2) = wall_contact(st, m_roll, n, u_n, v12, (V3::zeros(), w2), ps, i, mix, dt);
+    // the boundary's part of the relative motion: the mean field less the wall's motion
+    let energy = work.map(|w| (v_mean - wall.vel, w));
+    let w = (V3::zeros(), w2);
+    let (f, t2) = wall_contact(st, m_roll, n, u_n, v12, w, ps, i, mix, dt, energy);
     PairForce {
         f,
         t1: V3::zeros(),
@@ -585,7 +601,9 @@ pub(crate) fn end_wall_contact(active: &mut bool, m_roll: &mut V3) {
 /// with history `st`, `m_roll`: normal `n` (wall → sphere), `u_n`, relative velocity `v12`,
 /// the wall's and the sphere's angular velocities `(w1, w2)`, sphere `i` (particle 2; the
 /// wall a sphere of infinite radius and mass: R* = r, I_r = I + m r²). Returns the force on
-/// the wall and the torque on the sphere.
+/// the wall and the torque on the sphere. Energy tracking: `energy` = (the boundary's part of
+/// the relative velocity — the mean field less the wall's motion —, the pair's work entry),
+/// which gets [frictional, viscous, boundary] work of the step (`PairList::work`).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn wall_contact(
@@ -599,19 +617,21 @@ pub(crate) fn wall_contact(
     i: usize,
     mix: &MixTable,
     dt: f64,
+    energy: Option<(V3, &mut [f64; 3])>,
 ) -> (V3, V3) {
     let r = ps.radius[i];
     let twist = n.dot(&(w1 + w2));
-    let (phys, n_old) = (st.phys, st.n_old);
+    let (old, m_old) = (*st, *m_roll);
     let f = mix.law().apply(st, n, u_n, v12, twist, dt, r);
     let mut t2 = n.cross(&f) * r;
     let roll = mix.rolling();
+    let i_r = ps.inertia[i] + ps.mass[i] * r * r;
+    let mut m = V3::zeros(); // the moment on the wall
     if roll.has_history() {
-        let (k_t, k_n) = mix.law().stiffnesses(&phys, u_n);
-        let i_r = ps.inertia[i] + ps.mass[i] * r * r;
-        let (m, spring) = roll.epsd(
+        let (k_t, k_n) = mix.law().stiffnesses(&old.phys, u_n);
+        let (mw, spring) = roll.epsd(
             *m_roll,
-            n_old,
+            old.n_old,
             n,
             f,
             (w1, w2),
@@ -620,9 +640,31 @@ pub(crate) fn wall_contact(
             dt,
         );
         *m_roll = spring;
-        t2 -= m;
+        m = mw;
     } else if !roll.is_off() {
-        t2 -= roll.moment(n, f, w1, w2, r);
+        m = roll.moment(n, f, w1, w2, r);
+    }
+    t2 -= m;
+    if let Some((v_drive, out)) = energy {
+        let c = law::ContactStep {
+            p: old.phys,
+            fs: old.fs,
+            n_old: old.n_old,
+            n,
+            u_n,
+            v12,
+            twist,
+            r_eff: r,
+            fs_new: st.fs,
+            f,
+            w: (w1, w2),
+            m_roll: m_old,
+            i_r,
+        };
+        let [slip, visc] = mix.law().contact_energy(&roll, &c, dt);
+        // the work the boundary does through the contact: its motion against the force and
+        // the moment on it (particle 1), F · v_drive Δt − M · ω₁ Δt
+        *out = [slip, visc, (f.dot(&v_drive) - m.dot(&w1)) * dt];
     }
     (f, t2)
 }

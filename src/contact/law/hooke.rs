@@ -14,7 +14,7 @@
 //! γ_N, γ_T [1/s] and the Coulomb choice are the law's ([`Hooke`]), like LAMMPS' single
 //! `pair_style` line.
 
-use super::{select3, FrictLaw};
+use super::{select3, slip_work, ContactStep, FrictLaw};
 use crate::material::FrictPhys;
 use crate::V3;
 
@@ -74,6 +74,29 @@ impl FrictLaw for Hooke {
         let xi_slip = (xi + d) * ratio - d;
         let xi = select3(slip, xi_slip, xi);
         (n * f_n + ft, xi)
+    }
+
+    /// ½ kn δ² + ½ kt |ξ|² (the history is the shear displacement ξ).
+    #[inline(always)]
+    fn elastic_energy(&self, p: &FrictPhys, u_n: f64, xi: V3, _r_eff: f64) -> f64 {
+        let u_n = u_n.min(0.0);
+        0.5 * p.kn * u_n * u_n + 0.5 * p.ks * xi.norm_squared()
+    }
+
+    /// Slip: the spring's release to Coulomb's limit ([`slip_work`]; it can be negative here: LAMMPS' reset of ξ, which makes the spring and the dashpot together
+    /// equal the limit, may lengthen the spring when the dashpot exceeds the limit).
+    /// Viscous: both dashpots at full size (LAMMPS keeps the tangential one whole and resets
+    /// the spring), m* γ_N v_N² Δt + m* γ_T |v_T|² Δt.
+    fn step_energy(&self, c: &ContactStep, dt: f64) -> Option<(f64, f64)> {
+        let (p, n) = (&c.p, c.n);
+        let vn = n.dot(&c.v12);
+        let vt = c.v12 - n * vn;
+        let trial = c.fs + vt * dt;
+        let trial = trial - n * n.dot(&trial);
+        let old = c.fs - n * n.dot(&c.fs);
+        let slip = slip_work(old * p.ks, trial * p.ks, c.fs_new * p.ks, p.ks);
+        let visc = p.cn * (self.gamma_n * vn * vn + self.gamma_t * vt.norm_squared()) * dt;
+        Some((slip, visc))
     }
 }
 

@@ -3,7 +3,7 @@
 //! restitution coefficient (digest A6, last bullet).
 
 use super::super::geom::rotate_shear;
-use super::FrictLaw;
+use super::{slip_work, ContactStep, FrictLaw};
 use crate::material::FrictPhys;
 use crate::V3;
 
@@ -46,25 +46,15 @@ impl FrictLaw for CundallStrack {
         (n * (fn_el + p.cn * vn) + fs, fs)
     }
 
-    /// Yade's energy terms of `Law2_ScGeom_FrictPhys_CundallStrack` (`plastDissip`): the slip
-    /// (trial − F_T)/K_T times the limited force F_T, and the dashpot's c_n v_N² Δt.
-    fn step_energy(
-        &self,
-        p: &FrictPhys,
-        fs: V3,
-        n_old: V3,
-        n: V3,
-        v12: V3,
-        twist: f64,
-        dt: f64,
-        fs_new: V3,
-    ) -> Option<(f64, f64)> {
-        let vn = n.dot(&v12);
-        let trial = rotate_shear(fs, n_old, n, twist, dt) + (v12 - n * vn) * (p.ks * dt);
-        let slip = match p.ks > 0.0 {
-            true => ((trial - fs_new).dot(&fs_new) / p.ks).max(0.0),
-            false => 0.0,
-        };
+    /// The energy terms of `Law2_ScGeom_FrictPhys_CundallStrack` (Yade's `plastDissip`, but
+    /// the spring's whole release, [`slip_work`]) and the dashpot's c_n v_N² Δt. The elastic
+    /// energy is the trait's linear-spring form (history = shear force).
+    fn step_energy(&self, c: &ContactStep, dt: f64) -> Option<(f64, f64)> {
+        let p = &c.p;
+        let vn = c.n.dot(&c.v12);
+        let old = rotate_shear(c.fs, c.n_old, c.n, c.twist, dt);
+        let trial = old + (c.v12 - c.n * vn) * (p.ks * dt);
+        let slip = slip_work(old, trial, c.fs_new, p.ks);
         Some((slip, p.cn * vn * vn * dt))
     }
 }

@@ -28,6 +28,46 @@ pub fn select3(c: bool, a: V3, b: V3) -> V3 {
     )
 }
 
+/// One contact's step as the energy tracking sees it (scene `energy: true`): the inputs of
+/// [`FrictLaw::step`] (pair constants, old history and normal, normal, u_N, v₁₂, twist, R*),
+/// its outputs (new history `fs_new`, force `f` on particle 1) and, for rolling resistance,
+/// the angular velocities, the old moment history and the rotational inertia about the
+/// contact.
+#[derive(Clone, Copy, Debug)]
+pub struct ContactStep {
+    pub p: FrictPhys,
+    pub fs: V3,
+    pub n_old: V3,
+    pub n: V3,
+    pub u_n: f64,
+    pub v12: V3,
+    pub twist: f64,
+    pub r_eff: f64,
+    pub fs_new: V3,
+    pub f: V3,
+    pub w: (V3, V3),
+    pub m_roll: V3,
+    pub i_r: f64,
+}
+
+/// The slip work of one step, consistent with the leapfrog: the spring force `old` (last
+/// step's, carried into this step's frame) grew by the step's shear increment to `trial`,
+/// and Coulomb's limit returned it to `new` (stiffness k). The leapfrog does the trapezoidal
+/// work ½ (old + new) · Δu on the increment Δu = (trial − old)/k (its kinetic energy changes
+/// by F_n · ½ (Δx_n + Δx_{n+1})), while the spring's energy changes by ½ (|new|² − |old|²)/k;
+/// the difference, ½ (old + new) · (trial − new)/k, went to the slider. At a steady limit
+/// (old = new) it is Yade's `plastDissip`, (trial − new) · new/k; when the limit falls with
+/// the normal force it is the spring's release ½ (|old|² − |new|²)/k, which Yade's form misses
+/// (1.6 % of the kinetic energy of an oblique impact, tests/energy.rs). Zero without slip
+/// (trial = new) or without a spring.
+#[inline(always)]
+pub fn slip_work(old: V3, trial: V3, new: V3, k: f64) -> f64 {
+    match k > 0.0 {
+        true => 0.5 * (old + new).dot(&(trial - new)) / k,
+        false => 0.0,
+    }
+}
+
 /// One step of an elastic–frictional pair law, written without branches (selects only) so
 /// that the batch kernel vectorises it; the scalar callers get the same bits.
 pub trait FrictLaw {
@@ -69,23 +109,28 @@ pub trait FrictLaw {
         p.kn
     }
 
-    /// Energy tracking (scene `energy: true`): the dissipation of one step with the inputs
-    /// of [`Self::step`] and its new shear history `fs_new` — (frictional slip work, viscous
-    /// work) [J], or `None` for a law that does not split them yet (the scene refuses energy
-    /// tracking then).
-    #[allow(clippy::too_many_arguments)]
-    fn step_energy(
-        &self,
-        _p: &FrictPhys,
-        _fs: V3,
-        _n_old: V3,
-        _n: V3,
-        _v12: V3,
-        _twist: f64,
-        _dt: f64,
-        _fs_new: V3,
-    ) -> Option<(f64, f64)> {
+    /// Energy tracking (scene `energy: true`): the dissipation of one step `c` — (frictional
+    /// slip work, viscous work) [J], both ≥ 0 for a passive law — or `None` for a law that
+    /// does not split them (the scene refuses energy tracking then). Slip work is the energy
+    /// the shear spring gives up to Coulomb's limit ([`slip_work`]); viscous work is each
+    /// dashpot's force times its velocity, over Δt.
+    fn step_energy(&self, _c: &ContactStep, _dt: f64) -> Option<(f64, f64)> {
         None
+    }
+
+    /// Energy tracking: the elastic energy [J] stored in a contact with pair constants `p`,
+    /// normal displacement `u_n` (< 0 in compression), shear history `hist` (the law's
+    /// [`Self::step`] history) and effective radius `r_eff`. The linear springs' ½ K_N u_N² +
+    /// ½ |F_T|²/K_T (the history is the shear force, Yade's `elastPotential`) unless a law
+    /// says otherwise.
+    #[inline(always)]
+    fn elastic_energy(&self, p: &FrictPhys, u_n: f64, hist: V3, _r_eff: f64) -> f64 {
+        let u_n = u_n.min(0.0);
+        let shear = match p.ks > 0.0 {
+            true => 0.5 * hist.norm_squared() / p.ks,
+            false => 0.0,
+        };
+        0.5 * p.kn * u_n * u_n + shear
     }
 
     /// [`Self::step`] on a pair's stored history `st` (shear vector and normal updated in
@@ -148,6 +193,26 @@ impl FrictLawKind {
         }
     }
 
+    /// [`FrictLaw::elastic_energy`] of this law.
+    pub fn elastic_energy(&self, p: &FrictPhys, u_n: f64, hist: V3, r_eff: f64) -> f64 {
+        match self {
+            FrictLawKind::CundallStrack => {
+                linear::CundallStrack.elastic_energy(p, u_n, hist, r_eff)
+            }
+            FrictLawKind::HertzMindlin(h) => h.elastic_energy(p, u_n, hist, r_eff),
+            FrictLawKind::Hooke(h) => h.elastic_energy(p, u_n, hist, r_eff),
+        }
+    }
+
+    /// [`contact_energy`] with this law.
+    pub fn contact_energy(&self, roll: &rolling::Rolling, c: &ContactStep, dt: f64) -> [f64; 2] {
+        match self {
+            FrictLawKind::CundallStrack => contact_energy(&linear::CundallStrack, roll, c, dt),
+            FrictLawKind::HertzMindlin(h) => contact_energy(h, roll, c, dt),
+            FrictLawKind::Hooke(h) => contact_energy(h, roll, c, dt),
+        }
+    }
+
     /// ([`FrictLaw::tangential_stiffness`], [`FrictLaw::normal_stiffness`]) of this law.
     #[inline(always)]
     pub fn stiffnesses(&self, p: &FrictPhys, u_n: f64) -> (f64, f64) {
@@ -160,4 +225,31 @@ impl FrictLawKind {
             FrictLawKind::Hooke(h) => of(h, p, u_n),
         }
     }
+}
+
+/// Energy tracking: the dissipation of one contact step `c` under law `law` with rolling
+/// resistance `roll` — [frictional (slip of the shear spring, plastic rolling and twisting),
+/// viscous (dashpots)] [J]. NaN where the law does not split them (refused by the scene).
+#[inline(always)]
+pub fn contact_energy<L: FrictLaw>(
+    law: &L,
+    roll: &rolling::Rolling,
+    c: &ContactStep,
+    dt: f64,
+) -> [f64; 2] {
+    let (slip, visc) = law.step_energy(c, dt).unwrap_or((f64::NAN, f64::NAN));
+    if roll.is_off() {
+        return [slip, visc];
+    }
+    let (plastic, damp) = if roll.has_history() {
+        let (k_t, k_n) = (
+            law.tangential_stiffness(&c.p, c.u_n),
+            law.normal_stiffness(&c.p, c.u_n),
+        );
+        let kc = roll.spring(c.r_eff, k_t, k_n, c.i_r);
+        roll.epsd_energy(c.m_roll, c.n_old, c.n, c.f, c.w, c.r_eff, kc, dt)
+    } else {
+        (roll.moment_dissipation(c.n, c.f, c.w, c.r_eff, dt), 0.0)
+    };
+    [slip + plastic, visc + damp]
 }

@@ -142,6 +142,61 @@ impl Rolling {
     }
 }
 
+impl Rolling {
+    /// Energy tracking, constant torque: the work the moment ([`Self::moment`]) takes from
+    /// the relative rotation in one step, −M · (ω1 − ω2) Δt ≥ 0 (M on 1, −M on 2).
+    #[inline(always)]
+    pub fn moment_dissipation(&self, n: V3, f: V3, (w1, w2): (V3, V3), r_eff: f64, dt: f64) -> f64 {
+        -self.moment(n, f, w1, w2, r_eff).dot(&(w1 - w2)) * dt
+    }
+
+    /// Energy tracking, EPSD: (plastic work, dashpot work) of one step of [`Self::epsd`] with
+    /// the same inputs — the springs' release to the caps, rolling and twisting (as the shear
+    /// spring's, `law::slip_work`), and C_r |ω_r|² Δt below the cap.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub fn epsd_energy(
+        &self,
+        m: V3,
+        n_old: V3,
+        n: V3,
+        f: V3,
+        (w1, w2): (V3, V3),
+        r_eff: f64,
+        (k_r, c_r): (f64, f64),
+        dt: f64,
+    ) -> (f64, f64) {
+        let (fn_abs, wr, wt) = split(n, f, w1, w2);
+        let m_t0 = n_old.dot(&m);
+        let m_r0 = m - n_old * m_t0;
+        let old_r = rotate_shear(m_r0, n_old, n, n.dot(&(w1 + w2)), dt);
+        let trial_r = old_r - wr * (k_r * dt);
+        let trial_t = m_t0 - wt * (k_r * dt);
+        let (_, spring) = self.epsd(m, n_old, n, f, (w1, w2), r_eff, (k_r, c_r), dt);
+        let (new_t, new_r) = (n.dot(&spring), spring - n * n.dot(&spring));
+        let plastic = crate::contact::law::slip_work(old_r, trial_r, new_r, k_r)
+            + crate::contact::law::slip_work(n * m_t0, n * trial_t, n * new_t, k_r);
+        let cap_r = self.mu_r * r_eff * fn_abs;
+        let over = trial_r.norm_squared() > cap_r * cap_r;
+        let damp = if over {
+            0.0
+        } else {
+            c_r * wr.norm_squared() * dt
+        };
+        (plastic, damp)
+    }
+
+    /// Energy tracking: the elastic energy ½ |M|²/k_r of an EPSD moment history `m` (spring
+    /// stiffness `k_r`, [`Self::spring`]); 0 without a spring.
+    #[inline(always)]
+    pub fn spring_energy(&self, m: V3, k_r: f64) -> f64 {
+        match k_r > 0.0 {
+            true => 0.5 * m.norm_squared() / k_r,
+            false => 0.0,
+        }
+    }
+}
+
 /// |F_N| of the force `f` on particle 1, and the relative rotation ω1 − ω2 split about the
 /// normal `n`: its rolling part ω_r (⟂ n) and its twisting part ω_t = n·(ω1 − ω2).
 #[inline(always)]
