@@ -1541,11 +1541,10 @@ impl Simulation {
                 self.stage_cpu = crate::run::cpu_seconds();
             }
         }
-        let yade = self.cell.as_ref().is_some_and(|c| {
-            c.current()
-                .is_some_and(|s| s.servo == crate::engines::cell::Servo::Yade)
-        });
-        let m = measure.then(|| self.cell_measure(yade));
+        let stage = self.cell.as_ref().and_then(|c| c.current());
+        let yade = stage.is_some_and(|s| s.servo == crate::engines::cell::Servo::Yade);
+        let shear = stage.is_some_and(|s| s.shear_mask.iter().any(|&m| m));
+        let m = measure.then(|| self.cell_measure(yade, shear));
         let cell = &self.domain.cell;
         let size = V3::from_fn(|a, _| cell.h.column(a).norm());
         let (dt, volume) = (self.dt, cell.volume());
@@ -1608,16 +1607,18 @@ impl Simulation {
     /// this step's forces), the affine stiffness (1/V) Σ l_a² (k_N n_a² + k_T (1 − n_a²)) and,
     /// for Yade's servo (`yade`), its Σ |n_a| k_N + (1 − |n_a|) k_T — exact sums over all ranks
     /// (each contact once), on rayon. The total mass comes along. Collective.
-    pub fn cell_measure(&self, yade: bool) -> crate::engines::cell::Measure {
+    pub fn cell_measure(&self, yade: bool, shear: bool) -> crate::engines::cell::Measure {
+        use crate::engines::cell::SHEAR;
         const IJ: [(usize, usize); 6] = [(0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1)];
         let ps = &self.ps;
         let law = self.mix.law();
         let pairs = &self.pairs;
-        let nsum = if yade { 13 } else { 10 };
-        // [σ (6), affine stiffness (3), mass, Yade's stiffness (3)], contacts
+        let ns = 13 + 3 * shear as usize; // the shear stiffnesses' first sum
+        // [σ (6), affine stiffness (3), mass, Yade's stiffness (3), shear stiffness (3)],
+        // contacts (unused sums stay zero)
         let (mut sums, n) = par_fold(
             pairs.len().max(ps.n_owned),
-            || (vec![ExactSum::new(); nsum], 0i64),
+            || (vec![ExactSum::new(); ns], 0i64),
             |k, (s, n)| {
                 if k < ps.n_owned {
                     s[9].add(ps.mass[k]);
@@ -1641,6 +1642,14 @@ impl Simulation {
                     if yade {
                         let na = na.abs();
                         s[10 + a].add(na * kn + (1.0 - na) * kt);
+                    }
+                }
+                if shear {
+                    // dσ_ab/(L_ab Δt) of an affine shear, l = d n (Δl_a = L_ab l_b Δt):
+                    // ½ d² [k_T n_b² + 2 (k_N − k_T) n_a² n_b²]
+                    for (c, &(a, b)) in SHEAR.iter().enumerate() {
+                        let (na2, nb2) = ((l[a] / d).powi(2), (l[b] / d).powi(2));
+                        s[13 + c].add(0.5 * d * d * (kt * nb2 + 2.0 * (kn - kt) * na2 * nb2));
                     }
                 }
             },
@@ -1669,6 +1678,10 @@ impl Simulation {
             n_contacts: c[0] as u64,
             affine_stiff: V3::new(v[6], v[7], v[8]) / volume,
             mass: v[9],
+            shear_stiff: match shear {
+                true => V3::new(v[13], v[14], v[15]) / volume,
+                false => V3::zeros(),
+            },
         }
     }
 
@@ -1883,7 +1896,7 @@ impl Simulation {
             n_particles: counts[2] as u64,
             flow: self.flow.as_ref().map_or(Vec::new(), |f| f.totals()),
             cell: self.cell.as_ref().map(|c| {
-                let m = self.cell_measure(false);
+                let m = self.cell_measure(false, false);
                 let cell = &self.domain.cell;
                 crate::engines::cell::CellRow {
                     stage: c.stage,

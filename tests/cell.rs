@@ -133,7 +133,7 @@ fn simple_cubic_lattice_stress_is_kn_delta_over_area() {
     let mut s = sim(&lattice(r, 0.0, "Cell()"));
     s.record_forces = true;
     steps(&mut s, 1);
-    let m = s.cell_measure(true);
+    let m = s.cell_measure(true, false);
     let kn = 1e8 * r;
     let want = -kn * delta / (a * a);
     assert_eq!(m.n_contacts, 3 * 64);
@@ -277,6 +277,61 @@ fn servo_compresses_then_shears_at_constant_lateral_stress() {
         "{}",
         row.stress
     );
+}
+
+/// Stress-controlled shear (Yade `Peri3dController`'s mixed control; `shear_mask`): after the
+/// isotropic compression to 50 kPa, with tan φ = 0.5 and every normal stress held at 50 kPa,
+/// the servo drives L_xy until σ_xy = 10 kPa (τ/p = 0.2, below the packing's strength) and the
+/// stage ends there with the unbalanced force below 0.05: σ_xy within 2 % of the goal, the
+/// normal stresses within 3 %, and the cell has sheared (γ_xy > 0). A goal above the
+/// strength (τ/p = 0.8) cannot be held: the servo runs L_xy at `max_shear_rate` (2 /s), the
+/// packing flows and σ_xy stays below the goal.
+#[test]
+fn servo_reaches_and_holds_a_shear_stress_goal() {
+    let stages = format!(
+        "{}
+        Stage(name: \"tau\", goal: (-5e4, -5e4, -5e4), max_strain_rate: (5.0, 5.0, 5.0),
+              shear_goal: (1e4, 0.0, 0.0), shear_mask: (true, false, false),
+              max_shear_rate: (2.0, 1.0, 1.0), max_unbalanced: 0.05, rel_stress_tol: 1e-2,
+              friction_angle: Some(0.4636476090008061), reset_strain: true),
+        Stage(name: \"flow\", goal: (-5e4, -5e4, -5e4), max_strain_rate: (5.0, 5.0, 5.0),
+              shear_goal: (4e4, 0.0, 0.0), shear_mask: (true, false, false),
+              max_shear_rate: (2.0, 1.0, 1.0), steps: Some(6000)),",
+        triax_stages(1e-2, 1e-3).split("Stage(name: \"triax\"").next().unwrap()
+    );
+    let mut s = sim(&periodic_packing(0.5, "output: Output(series_every: 0),", &stages));
+    let (mut at_tau, mut flow) = (None, None);
+    for _ in 0..400_000 {
+        s.step().unwrap();
+        let c = s.cell.as_ref().unwrap();
+        if c.stage == 2 {
+            // the flow stage: its rate, shear strain and (servo's) shear stress
+            flow = Some((c.grad[(0, 1)], c.trsf[(0, 1)], c.stress_tensor[(0, 1)]));
+        }
+        if at_tau.is_none() && s.cell.as_ref().unwrap().stage == 2 {
+            s.record_forces = true;
+            steps(&mut s, 1);
+            let c = s.cell.as_ref().unwrap();
+            at_tau = Some((s.stats().cell.unwrap(), c.trsf[(0, 1)], s.step));
+            s.record_forces = false;
+        }
+        if s.finished() {
+            break;
+        }
+    }
+    let (row, gamma, at) = at_tau.expect("the shear stress stage ended");
+    eprintln!("τ stage done at step {at}: γ_xy {gamma:e}, σ {}", row.stress);
+    assert!(rel(row.stress[(0, 1)], 1e4) < 0.02, "σ_xy {}", row.stress[(0, 1)]);
+    for a in 0..3 {
+        assert!(rel(row.stress[(a, a)], -5e4) < 0.03, "{}", row.stress);
+    }
+    assert!(gamma > 0.0, "the cell sheared: γ_xy {gamma}");
+    assert!(s.finished(), "the flow stage did not end by step {}", s.step);
+    let (g, gamma_end, tau) = flow.unwrap();
+    eprintln!("flow: L_xy {g}, γ_xy {gamma_end:e}, σ_xy {tau}");
+    assert!(g == 2.0, "the servo at its cap: L_xy {g}");
+    assert!(tau < 0.8 * 4e4, "σ_xy {tau}");
+    assert!(gamma_end > gamma + 0.5 * 2.0 * 6000.0 * s.dt, "the packing flows");
 }
 
 /// A plane wall across the open axis of a deforming cell (walls are allowed when the cell

@@ -24,13 +24,15 @@ fn scene(checkpoint: &str, stages: &str) -> String {
 }
 
 /// Compression, then simple shear at constant volume: L_xz = 20/s, the diagonal held at zero
-/// strain rate (strain goals 0 from the stage's start); the z edge tilts past half the x
-/// edge after ~12 000 steps and the cell flips.
+/// strain rate (strain goals 0 from the stage's start) and σ_xy held at zero by the shear
+/// servo (mixed control: its measurements, integral and checkpoint on every layout); the z
+/// edge tilts past half the x edge after ~12 000 steps and the cell flips.
 const SHEAR_STAGES: &str = "
         Stage(name: \"iso\", goal: (-5e4, -5e4, -5e4), max_strain_rate: (5.0, 5.0, 5.0),
               max_unbalanced: 2e-2, rel_stress_tol: 1e-2, friction_angle: Some(0.0)),
         Stage(name: \"shear\", goal: (0.0, 0.0, 0.0), stress_mask: (false, false, false),
-              shear_rate: (0.0, 20.0, 0.0), max_unbalanced: 1e-9,
+              shear_rate: (0.0, 20.0, 0.0), shear_goal: (0.0, 0.0, 0.0),
+              shear_mask: (true, false, false), max_unbalanced: 1e-9,
               friction_angle: Some(0.4636476090008061), reset_strain: true),
     ";
 
@@ -162,6 +164,14 @@ fn simple_shear_flips_bitwise_on_ranks_and_across_restart() {
             std::fs::read_to_string(d.join("series.csv")).unwrap(),
         )
     });
+    // the shear servo holds σ_xy near zero while σ_xz builds up
+    let (sxy, sxz) = (column(&series, "sxy_Pa"), column(&series, "sxz_Pa"));
+    let (a, b): (f64, f64) = (
+        sxy.last().unwrap().parse().unwrap(),
+        sxz.last().unwrap().parse().unwrap(),
+    );
+    eprintln!("end: sxy {a:e} sxz {b:e}");
+    assert!(a.abs() < 0.1 * b.abs(), "σ_xy {a:e} vs σ_xz {b:e}");
     let flips = column(&series, "flips");
     let n_flips: u64 = flips.last().unwrap().parse().unwrap();
     eprintln!("{n_flips} flips");

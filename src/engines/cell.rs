@@ -75,8 +75,14 @@ pub struct Stage {
     pub glob_update: u64,
     pub servo: Servo,
     /// Off-diagonal velocity gradient (L_xy, L_xz, L_yz) [1/s] during the stage (simple
-    /// shear); the servo sets the diagonal only.
+    /// shear), where `shear_mask` is not set.
     pub shear_rate: V3,
+    /// Shear stress goals (σ_xy, σ_xz, σ_yz) [Pa] of the components in `shear_mask`, whose
+    /// L_ab the servo sets (at most `max_shear_rate` [1/s]): Yade `Peri3dController`'s
+    /// stress-controlled shear.
+    pub shear_goal: V3,
+    pub shear_mask: [bool; 3],
+    pub max_shear_rate: V3,
     /// At the start of the stage, every frictional material and contact takes this friction
     /// angle [rad] (the dense-packing recipe: compact frictionless, then shear with friction).
     pub friction_angle: Option<f64>,
@@ -99,7 +105,14 @@ pub struct Measure {
     pub affine_stiff: V3,
     /// Total particle mass [kg].
     pub mass: f64,
+    /// The affine shear stiffnesses dσ_ab/dL_ab Δt of (xy, xz, yz) [Pa] ([`SHEAR`]; measured
+    /// only for stages with shear stress goals, else zero).
+    pub shear_stiff: V3,
 }
+
+/// The shear components (a, b) of the stages' (xy, xz, yz) triples: L_ab moves axis a along
+/// axis b (v_a = L_ab x_b).
+pub const SHEAR: [(usize, usize); 3] = [(0, 1), (0, 2), (1, 2)];
 
 /// The cell's columns of one `series.csv` row (`io::series::CELL_COLUMNS`).
 #[derive(Clone, Debug)]
@@ -184,6 +197,11 @@ pub struct CellState {
     /// The `Affine` servo's integral of the stress error [Pa s].
     #[serde(default)]
     pub integral: [f64; 3],
+    /// The same for the shear stress goals, and their stiffnesses.
+    #[serde(default)]
+    pub shear_integral: [f64; 3],
+    #[serde(default)]
+    pub shear_stiff: [f64; 3],
     pub all_ok: bool,
     pub unbalanced: Option<f64>,
     pub external_work: f64,
@@ -230,6 +248,9 @@ pub struct CellEngine {
     pub prev_grow: V3,
     /// The `Affine` servo's integral of the stress error per axis [Pa s].
     pub integral: V3,
+    /// The shear stress goals' integrals [Pa s] and affine stiffnesses [Pa] ((xy, xz, yz)).
+    pub shear_integral: V3,
+    pub shear_stiff: V3,
     /// The goals held at the last servo step.
     pub all_ok: bool,
     /// The unbalanced force of the last check (Yade `currUnbalanced`).
@@ -263,6 +284,8 @@ impl CellEngine {
             mass: 0.0,
             prev_grow: V3::zeros(),
             integral: V3::zeros(),
+            shear_integral: V3::zeros(),
+            shear_stiff: V3::zeros(),
             all_ok: false,
             unbalanced: None,
             external_work: 0.0,
@@ -318,6 +341,7 @@ impl CellEngine {
                 n => m.sum_stiff / n as f64,
             };
             self.affine_stiff = m.affine_stiff;
+            self.shear_stiff = m.shear_stiff;
             self.mass = m.mass;
         }
         // Yade: cellArea from the column lengths ("FIXME wrong" for sheared cells)
@@ -327,9 +351,9 @@ impl CellEngine {
         grad[(0, 1)] = st.shear_rate.x;
         grad[(0, 2)] = st.shear_rate.y;
         grad[(1, 2)] = st.shear_rate.z;
-        let mut ok = true;
-        let mut rate = V3::zeros();
         let rho_b = self.mass / volume;
+        let mut ok = self.shear_servo(&st, &mut grad, size, rho_b, dt);
+        let mut rate = V3::zeros();
         for a in 0..3 {
             let err = st.goal[a] - self.stress[a];
             let mut r = match (st.stress_mask[a], st.servo) {
@@ -407,6 +431,45 @@ impl CellEngine {
         self.iter += 1;
     }
 
+    /// The stress-controlled shear components of stage `st` (`shear_mask`): the `Affine`
+    /// servo's PI law on each, L_ab from the error of σ_ab (measured, or extrapolated with the
+    /// affine shear stiffness S_ab between measurements), with the shear wave's crossing time
+    /// of edge b as its time scale, capped at `max_shear_rate`. Sets those L_ab in `grad`;
+    /// returns whether every shear goal holds (Yade's tolerances).
+    fn shear_servo(&mut self, st: &Stage, grad: &mut M3, size: V3, rho_b: f64, dt: f64) -> bool {
+        let mut ok = true;
+        for (c, &(a, b)) in SHEAR.iter().enumerate() {
+            if !st.shear_mask[c] {
+                continue;
+            }
+            let (g, s) = (st.shear_goal[c], self.shear_stiff[c]);
+            let err = g - self.stress_tensor[(a, b)];
+            let max = st.max_shear_rate[c];
+            let mut r = match s > 0.0 {
+                true => {
+                    let tau = size[b] * (rho_b / s).sqrt();
+                    if self.grad[(a, b)].abs() < max {
+                        self.shear_integral[c] += err * dt;
+                    }
+                    (err / tau + self.shear_integral[c] / (4.0 * tau * tau)) / (2.0 * s)
+                }
+                false => max.copysign(err),
+            };
+            if r.abs() > max {
+                r = max.copysign(r);
+            }
+            grad[(a, b)] = r;
+            // the stress predicted until the next measurement
+            let ds = s * r * dt;
+            self.stress_tensor[(a, b)] += ds;
+            self.stress_tensor[(b, a)] += ds;
+            if (g != 0.0 && (err / g).abs() > st.rel_stress_tol) || err.abs() > st.abs_stress_tol {
+                ok = false;
+            }
+        }
+        ok
+    }
+
     /// After the step's integrator, with the unbalanced force of this step when `measured`
     /// (Yade evaluates it on update steps): whether the stage ended now. The caller then
     /// starts the next one (friction, strain reset: `Simulation`).
@@ -427,6 +490,7 @@ impl CellEngine {
             self.unbalanced = None;
             self.prev_grow = V3::zeros();
             self.integral = V3::zeros();
+            self.shear_integral = V3::zeros();
             self.started = false;
         }
         done
@@ -495,6 +559,8 @@ impl CellEngine {
             mass: self.mass,
             prev_grow: self.prev_grow.into(),
             integral: self.integral.into(),
+            shear_integral: self.shear_integral.into(),
+            shear_stiff: self.shear_stiff.into(),
             all_ok: self.all_ok,
             unbalanced: self.unbalanced,
             external_work: self.external_work,
@@ -523,6 +589,8 @@ impl CellEngine {
         self.mass = s.mass;
         self.prev_grow = s.prev_grow.into();
         self.integral = s.integral.into();
+        self.shear_integral = s.shear_integral.into();
+        self.shear_stiff = s.shear_stiff.into();
         self.all_ok = s.all_ok;
         self.unbalanced = s.unbalanced;
         self.external_work = s.external_work;
@@ -591,6 +659,9 @@ mod tests {
             glob_update: 5,
             servo: Servo::Affine,
             shear_rate: V3::zeros(),
+            shear_goal: V3::zeros(),
+            shear_mask: [false; 3],
+            max_shear_rate: V3::repeat(1.0),
             friction_angle: None,
             reset_strain: false,
             steps: None,

@@ -607,6 +607,26 @@ fn cell_spec(
             return Err(ctx.err(&at("steps"), "must be ≥ 1"));
         }
         let shear = ctx.finite3(&at("shear_rate"), s.shear_rate)?;
+        let shear_goal = ctx.finite3(&at("shear_goal"), s.shear_goal)?;
+        let shear_max = ctx.finite3(&at("max_shear_rate"), s.max_shear_rate)?;
+        if shear_max.iter().any(|&r| r <= 0.0) {
+            return Err(ctx.err(&at("max_shear_rate"), "must be positive on every component"));
+        }
+        if s.shear_mask.iter().any(|&m| m) {
+            if s.servo != crate::engines::cell::Servo::Affine {
+                return Err(ctx.err(
+                    &at("shear_mask"),
+                    "shear stress goals need `servo: Affine` (Yade's PeriTriaxController \
+                     servos the diagonal only)",
+                ));
+            }
+            if (0..3).any(|c| s.shear_mask[c] && shear[c] != 0.0) {
+                return Err(ctx.err(
+                    &at("shear_rate"),
+                    "a stress-controlled shear component (shear_mask) takes no shear_rate",
+                ));
+            }
+        }
         if let crate::engines::cell::Servo::Dynamic { mass: Some(m) } = s.servo {
             ctx.positive(&at("servo"), m)?;
         }
@@ -627,6 +647,9 @@ fn cell_spec(
             glob_update: s.glob_update,
             servo: s.servo,
             shear_rate: shear,
+            shear_goal,
+            shear_mask: s.shear_mask,
+            max_shear_rate: shear_max,
             friction_angle: s.friction_angle,
             reset_strain: s.reset_strain,
             steps: s.steps,

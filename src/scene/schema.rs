@@ -152,6 +152,15 @@ pub struct StageSpec {
     /// Off-diagonal velocity gradient (L_xy, L_xz, L_yz) [1/s] during the stage (default 0).
     #[serde(default = "zero3")]
     pub shear_rate: Vec3,
+    /// Shear stress goals (σ_xy, σ_xz, σ_yz) [Pa] where `shear_mask` is set: the servo sets
+    /// that L_ab (Yade `Peri3dController`'s stress-controlled shear; default none).
+    #[serde(default = "zero3")]
+    pub shear_goal: Vec3,
+    #[serde(default)]
+    pub shear_mask: [bool; 3],
+    /// Largest |L_ab| [1/s] of the stress-controlled shear components (default (1, 1, 1)).
+    #[serde(default = "one_f3")]
+    pub max_shear_rate: Vec3,
     /// Friction angle [rad] that every frictional material and contact takes when the stage
     /// starts (default: unchanged).
     #[serde(default)]
