@@ -1614,8 +1614,8 @@ impl Simulation {
         let law = self.mix.law();
         let pairs = &self.pairs;
         let ns = 13 + 3 * shear as usize; // the shear stiffnesses' first sum
-        // [σ (6), affine stiffness (3), mass, Yade's stiffness (3), shear stiffness (3)],
-        // contacts (unused sums stay zero)
+                                          // [σ (6), affine stiffness (3), mass, Yade's stiffness (3), shear stiffness (3)],
+                                          // contacts (unused sums stay zero)
         let (mut sums, n) = par_fold(
             pairs.len().max(ps.n_owned),
             || (vec![ExactSum::new(); ns], 0i64),

@@ -486,6 +486,13 @@ bad!(
     "a wall's normal must lie along the non-periodic axes"
 );
 bad!(
+    cell_shear_goal_servo,
+    At::Scene,
+    14,
+    "shear stress goals need `servo: Affine`"
+);
+bad!(cell_shear_goal_rate, At::Scene, 13, "takes no shear_rate");
+bad!(
     energy_cpm,
     At::Scene,
     4,

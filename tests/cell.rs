@@ -297,9 +297,16 @@ fn servo_reaches_and_holds_a_shear_stress_goal() {
         Stage(name: \"flow\", goal: (-5e4, -5e4, -5e4), max_strain_rate: (5.0, 5.0, 5.0),
               shear_goal: (4e4, 0.0, 0.0), shear_mask: (true, false, false),
               max_shear_rate: (2.0, 1.0, 1.0), steps: Some(6000)),",
-        triax_stages(1e-2, 1e-3).split("Stage(name: \"triax\"").next().unwrap()
+        triax_stages(1e-2, 1e-3)
+            .split("Stage(name: \"triax\"")
+            .next()
+            .unwrap()
     );
-    let mut s = sim(&periodic_packing(0.5, "output: Output(series_every: 0),", &stages));
+    let mut s = sim(&periodic_packing(
+        0.5,
+        "output: Output(series_every: 0),",
+        &stages,
+    ));
     let (mut at_tau, mut flow) = (None, None);
     for _ in 0..400_000 {
         s.step().unwrap();
@@ -320,18 +327,32 @@ fn servo_reaches_and_holds_a_shear_stress_goal() {
         }
     }
     let (row, gamma, at) = at_tau.expect("the shear stress stage ended");
-    eprintln!("τ stage done at step {at}: γ_xy {gamma:e}, σ {}", row.stress);
-    assert!(rel(row.stress[(0, 1)], 1e4) < 0.02, "σ_xy {}", row.stress[(0, 1)]);
+    eprintln!(
+        "τ stage done at step {at}: γ_xy {gamma:e}, σ {}",
+        row.stress
+    );
+    assert!(
+        rel(row.stress[(0, 1)], 1e4) < 0.02,
+        "σ_xy {}",
+        row.stress[(0, 1)]
+    );
     for a in 0..3 {
         assert!(rel(row.stress[(a, a)], -5e4) < 0.03, "{}", row.stress);
     }
     assert!(gamma > 0.0, "the cell sheared: γ_xy {gamma}");
-    assert!(s.finished(), "the flow stage did not end by step {}", s.step);
+    assert!(
+        s.finished(),
+        "the flow stage did not end by step {}",
+        s.step
+    );
     let (g, gamma_end, tau) = flow.unwrap();
     eprintln!("flow: L_xy {g}, γ_xy {gamma_end:e}, σ_xy {tau}");
     assert!(g == 2.0, "the servo at its cap: L_xy {g}");
     assert!(tau < 0.8 * 4e4, "σ_xy {tau}");
-    assert!(gamma_end > gamma + 0.5 * 2.0 * 6000.0 * s.dt, "the packing flows");
+    assert!(
+        gamma_end > gamma + 0.5 * 2.0 * 6000.0 * s.dt,
+        "the packing flows"
+    );
 }
 
 /// A plane wall across the open axis of a deforming cell (walls are allowed when the cell
