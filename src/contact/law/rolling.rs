@@ -104,20 +104,10 @@ impl Rolling {
         (k_r, c_r): (f64, f64),
         dt: f64,
     ) -> (V3, V3) {
-        let (fn_abs, wr, wt) = split(n, f, w1, w2);
-        // the old moment carried with the contact frame: rolling part as a shear vector
-        // (tilt and mean spin of the normal), twisting part as its component along n
-        let m_t0 = n_old.dot(&m);
-        let m_r0 = m - n_old * m_t0;
-        let m_r = rotate_shear(m_r0, n_old, n, n.dot(&(w1 + w2)), dt) - wr * (k_r * dt);
-        let m_t = m_t0 - wt * (k_r * dt);
-        // caps: |M_r| ≤ μ_r R_eff |F_N|, |M_t| ≤ μ_t R_eff |F_N| (radial return)
-        let (cap_r, cap_t) = (self.mu_r * r_eff * fn_abs, self.mu_t * r_eff * fn_abs);
-        let mr2 = m_r.norm_squared();
-        let over = mr2 > cap_r * cap_r;
-        let m_r = m_r * if over { cap_r / mr2.sqrt() } else { 1.0 };
-        let m_t = m_t.max(-cap_t).min(cap_t);
+        let t = Trial::of(m, n_old, n, f, (w1, w2), k_r, dt);
+        let (m_r, m_t, over) = self.caps(&t, r_eff);
         let spring = m_r + n * m_t;
+        let wr = t.wr;
         // the rolling dashpot, below the cap only (LIGGGHTS epsd; zero for epsd2)
         let damp = select3(over, V3::zeros(), wr * -c_r);
         (spring + damp, spring)
@@ -166,22 +156,14 @@ impl Rolling {
         (k_r, c_r): (f64, f64),
         dt: f64,
     ) -> (f64, f64) {
-        let (fn_abs, wr, wt) = split(n, f, w1, w2);
-        let m_t0 = n_old.dot(&m);
-        let m_r0 = m - n_old * m_t0;
-        let old_r = rotate_shear(m_r0, n_old, n, n.dot(&(w1 + w2)), dt);
-        let trial_r = old_r - wr * (k_r * dt);
-        let trial_t = m_t0 - wt * (k_r * dt);
-        let (_, spring) = self.epsd(m, n_old, n, f, (w1, w2), r_eff, (k_r, c_r), dt);
-        let (new_t, new_r) = (n.dot(&spring), spring - n * n.dot(&spring));
-        let plastic = crate::contact::law::slip_work(old_r, trial_r, new_r, k_r)
-            + crate::contact::law::slip_work(n * m_t0, n * trial_t, n * new_t, k_r);
-        let cap_r = self.mu_r * r_eff * fn_abs;
-        let over = trial_r.norm_squared() > cap_r * cap_r;
+        let t = Trial::of(m, n_old, n, f, (w1, w2), k_r, dt);
+        let (new_r, new_t, over) = self.caps(&t, r_eff);
+        let plastic = crate::contact::law::slip_work(t.old_r, t.m_r, new_r, k_r)
+            + crate::contact::law::slip_work(n * t.m_t0, n * t.m_t, n * new_t, k_r);
         let damp = if over {
             0.0
         } else {
-            c_r * wr.norm_squared() * dt
+            c_r * t.wr.norm_squared() * dt
         };
         (plastic, damp)
     }
@@ -194,6 +176,50 @@ impl Rolling {
             true => 0.5 * m.norm_squared() / k_r,
             false => 0.0,
         }
+    }
+}
+
+/// One EPSD step before the caps: the old moment carried with the contact frame — its
+/// rolling part as a shear vector (tilt and mean spin of the normal, `old_r`), its twisting
+/// part as its component along n (`m_t0`) — and grown by the relative rotation (`m_r`, `m_t`);
+/// |F_N| and the rolling part ω_r of the relative rotation.
+struct Trial {
+    old_r: V3,
+    m_t0: f64,
+    m_r: V3,
+    m_t: f64,
+    fn_abs: f64,
+    wr: V3,
+}
+
+impl Trial {
+    #[inline(always)]
+    fn of(m: V3, n_old: V3, n: V3, f: V3, (w1, w2): (V3, V3), k_r: f64, dt: f64) -> Trial {
+        let (fn_abs, wr, wt) = split(n, f, w1, w2);
+        let m_t0 = n_old.dot(&m);
+        let m_r0 = m - n_old * m_t0;
+        let old_r = rotate_shear(m_r0, n_old, n, n.dot(&(w1 + w2)), dt);
+        Trial {
+            old_r,
+            m_t0,
+            m_r: old_r - wr * (k_r * dt),
+            m_t: m_t0 - wt * (k_r * dt),
+            fn_abs,
+            wr,
+        }
+    }
+}
+
+impl Rolling {
+    /// The caps of a trial: |M_r| ≤ μ_r R_eff |F_N|, |M_t| ≤ μ_t R_eff |F_N| (radial return);
+    /// (M_r, M_t, whether the rolling cap acted).
+    #[inline(always)]
+    fn caps(&self, t: &Trial, r_eff: f64) -> (V3, f64, bool) {
+        let (cap_r, cap_t) = (self.mu_r * r_eff * t.fn_abs, self.mu_t * r_eff * t.fn_abs);
+        let mr2 = t.m_r.norm_squared();
+        let over = mr2 > cap_r * cap_r;
+        let m_r = t.m_r * if over { cap_r / mr2.sqrt() } else { 1.0 };
+        (m_r, t.m_t.max(-cap_t).min(cap_t), over)
     }
 }
 
