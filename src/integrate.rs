@@ -338,17 +338,25 @@ impl<'a> Advance<'a> {
                     let ft = f[k] + gu * m;
                     let vm = (v0[k] + v[b0 + k]) * 0.5;
                     let wm = (w0[k] + w[b0 + k]) * 0.5;
-                    let (mut work, mut grav) = (0.0, 0.0);
-                    for a in (0..3).filter(|a| bl & (1 << a) == 0) {
-                        work += ft[a] * vm[a];
-                        grav += m * self.g[a] * vm[a];
-                    }
-                    for a in (0..3).filter(|a| bl & (8 << a) == 0) {
-                        work += t[k][a] * wm[a];
+                    let (mut work, mut grav, mut held) = (0.0, 0.0, 0.0);
+                    for a in 0..3 {
+                        if bl & (1 << a) == 0 {
+                            work += ft[a] * vm[a];
+                            grav += m * self.g[a] * vm[a];
+                        } else {
+                            // a blocked DOF moves as prescribed: what the contacts do on it
+                            // (the total force less gravity), the constraint takes out, and
+                            // it passes the negative on to the contacts
+                            held -= (ft[a] - m * self.g[a]) * vm[a];
+                        }
+                        match bl & (8 << a) == 0 {
+                            true => work += t[k][a] * wm[a],
+                            false => held -= t[k][a] * wm[a],
+                        }
                     }
                     let ke = 0.5 * m * (v[b0 + k].norm_squared() - v0[k].norm_squared())
                         + 0.5 * self.inertia[p] * (w[b0 + k].norm_squared() - w0[k].norm_squared());
-                    tally.add(ke, work * self.dt, grav * self.dt);
+                    tally.add(ke, work * self.dt, grav * self.dt, held * self.dt);
                 }
             }
             for k in 0..n {
@@ -387,13 +395,15 @@ fn affine_block(af: &Affine, x: &mut [V3], w: &mut [V3], refs: &[V3], moved_ref:
 
 /// What the integrator's energy tracking adds up (scene `energy: true`): per particle and
 /// step, the change of the kinetic energy ½ m v² + ½ I ω², the work of the total force and
-/// torque over the step, F · ½(v₋ + v₊) Δt + T · ½(ω₋ + ω₊) Δt, and the work of gravity. For
-/// the leapfrog step without damping the first two are equal (½ m (v₊² − v₋²) = F · ½(v₋ +
-/// v₊) Δt exactly): their difference is the work of Cundall's damping. A no-op [`NoTally`]
-/// compiles the tracking away.
+/// torque over the step, F · ½(v₋ + v₊) Δt + T · ½(ω₋ + ω₊) Δt, and the work of gravity, on
+/// the free DOFs; and on the blocked ones (prescribed velocity) the work the constraint does on
+/// the rest through the contacts, −F_contact · v Δt − T · ω Δt. For the leapfrog step without
+/// damping the first two are equal (½ m (v₊² − v₋²) = F · ½(v₋ + v₊) Δt exactly): their
+/// difference is the work of Cundall's damping. A no-op [`NoTally`] compiles the tracking
+/// away.
 pub trait Tally {
     const ON: bool;
-    fn add(&mut self, d_ke: f64, work: f64, gravity: f64);
+    fn add(&mut self, d_ke: f64, work: f64, gravity: f64, held: f64);
 }
 
 /// No energy tracking.
@@ -402,20 +412,21 @@ pub struct NoTally;
 impl Tally for NoTally {
     const ON: bool = false;
     #[inline(always)]
-    fn add(&mut self, _: f64, _: f64, _: f64) {}
+    fn add(&mut self, _: f64, _: f64, _: f64, _: f64) {}
 }
 
 /// Exact sums of the integrator's energy terms ([`Tally`]): [ΔKE, the damping's dissipation
-/// (work − ΔKE, per particle), gravity's work].
+/// (work − ΔKE, per particle), gravity's work, the blocked DOFs' work on the rest].
 #[derive(Clone, Debug, Default)]
-pub struct EnergyTally(pub [crate::domain::exact::ExactSum; 3]);
+pub struct EnergyTally(pub [crate::domain::exact::ExactSum; 4]);
 
 impl Tally for EnergyTally {
     const ON: bool = true;
-    fn add(&mut self, d_ke: f64, work: f64, gravity: f64) {
+    fn add(&mut self, d_ke: f64, work: f64, gravity: f64, held: f64) {
         self.0[0].add(d_ke);
         self.0[1].add(work - d_ke);
         self.0[2].add(gravity);
+        self.0[3].add(held);
     }
 }
 

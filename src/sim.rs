@@ -117,8 +117,9 @@ pub struct Budget {
     pub friction: f64,
     pub viscous: f64,
     pub damping: f64,
-    /// Work done on the particles by gravity and by the boundary (the deforming cell's mean
-    /// field through the contacts).
+    /// Work done on the particles by gravity and by the boundary (moving walls and meshes,
+    /// particles with prescribed velocities — the strainer's supports —, the deforming cell's
+    /// mean field: through the contacts).
     pub gravity: f64,
     pub boundary: f64,
 }
@@ -983,10 +984,10 @@ impl Simulation {
                     let sums: Option<Vec<ExactSum>> =
                         limbs.iter().map(|l| ExactSum::from_limbs(l)).collect();
                     let sums = sums
-                        .filter(|s| s.len() == 6)
+                        .filter(|s| s.len() == 7)
                         .ok_or_else(|| Error::Input("checkpoint energy state: bad sums".into()))?;
-                    b.integ.0.clone_from_slice(&sums[..3]);
-                    b.contact.clone_from_slice(&sums[3..]);
+                    b.integ.0.clone_from_slice(&sums[..4]);
+                    b.contact.clone_from_slice(&sums[4..]);
                 }
             }
             (None, None) => {}
@@ -1591,14 +1592,15 @@ impl Simulation {
         s.push(ke);
         self.comm.sum_exact(&mut s);
         let v: Vec<f64> = s.iter().map(|x| x.value()).collect();
+        // [ΔKE, damping, gravity, blocked DOFs' work, friction, viscous, boundary, kinetic]
         Some(Budget {
-            kinetic: v[6],
+            kinetic: v[7],
             elastic: self.elastic_energy(),
-            friction: v[3],
-            viscous: v[4],
+            friction: v[4],
+            viscous: v[5],
             damping: v[1],
             gravity: v[2],
-            boundary: v[5],
+            boundary: v[6] + v[3],
         })
     }
 

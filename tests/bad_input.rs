@@ -493,6 +493,12 @@ bad!(
 );
 bad!(cell_shear_goal_rate, At::Scene, 13, "takes no shear_rate");
 bad!(
+    energy_outlet,
+    At::Scene,
+    13,
+    "deleted particles carry in and out"
+);
+bad!(
     energy_cpm,
     At::Scene,
     4,

@@ -442,7 +442,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         None => None,
     };
     if sf.energy {
-        check_energy(ctx, &materials, &cell)?;
+        check_energy(ctx, &sf, &materials, &cell)?;
     }
     let name = scene_name(ctx, &sf.name)?;
     Ok(Scene {
@@ -478,15 +478,28 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
 }
 
 /// Energy tracking needs a law that splits its dissipation (the frictional laws: `Frict`,
-/// `Hertz`, `Hooke`, with rolling resistance, on spheres, walls and meshes; not CPM yet) and
-/// a cell in the velocity mode (the contacts see the mean field's motion, whose work is the
-/// boundary's).
+/// `Hertz`, `Hooke`, with rolling resistance, on spheres, walls and meshes; not CPM yet), no
+/// inlets or outlets (their energy flux is not counted yet) and a cell in the velocity mode
+/// (the contacts see the mean field's motion, whose work is the boundary's).
 fn check_energy(
     ctx: &Ctx,
+    sf: &SceneFile,
     materials: &[Material],
     cell: &Option<crate::engines::cell::CellEngine>,
 ) -> Result<()> {
     let refuse = |what: &str, why: &str| Err(ctx.err(what, format!("with `energy: true`: {why}")));
+    for (what, bad) in [
+        ("inlets", !sf.inlets.is_empty()),
+        ("outlets", !sf.outlets.is_empty()),
+    ] {
+        if bad {
+            return refuse(
+                what,
+                "the energy that inserted and deleted particles carry in and out is not \
+                 counted yet",
+            );
+        }
+    }
     if materials.iter().any(|m| matches!(m, Material::Cpm(_))) {
         return refuse(
             "materials",
