@@ -106,6 +106,14 @@ pub struct EnergyBook {
     pub contact: [ExactSum; 3],
 }
 
+impl EnergyBook {
+    /// This rank's cumulative terms in one list: [ΔKE, damping, gravity, blocked DOFs' work,
+    /// friction, viscous, boundary] (the checkpoint's order too).
+    fn sums(&self) -> Vec<ExactSum> {
+        self.integ.0.iter().chain(&self.contact).cloned().collect()
+    }
+}
+
 /// The energy budget over all ranks, in joules (collective: [`Simulation::energy_budget`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Budget {
@@ -923,7 +931,7 @@ impl Simulation {
             cell: self.cell.as_ref().map(|c| c.state(&self.domain.cell)),
             // collective: every rank writes the same text (`io::checkpoint`)
             energy: self.energy.as_ref().map(|b| {
-                let mut s: Vec<ExactSum> = b.integ.0.iter().chain(&b.contact).cloned().collect();
+                let mut s = b.sums();
                 self.comm.sum_exact(&mut s);
                 s.iter().map(|x| x.to_limbs()).collect()
             }),
@@ -1583,7 +1591,7 @@ impl Simulation {
     pub fn energy_budget(&self) -> Option<Budget> {
         let book = self.energy.as_ref()?;
         let ps = &self.ps;
-        let mut s: Vec<ExactSum> = book.integ.0.iter().chain(&book.contact).cloned().collect();
+        let mut s = book.sums();
         let mut ke = ExactSum::new();
         for i in 0..ps.n_owned {
             ke.add(0.5 * ps.mass[i] * ps.vel[i].norm_squared());
@@ -1854,8 +1862,7 @@ impl Simulation {
                     for a in 0..3 {
                         sums[4 + 3 * w + a].add(f[a]);
                     }
-                    let wall = &self.walls[w];
-                    ps.radius[i] - (ps.pos[i] - wall.point).dot(&wall.normal)
+                    -self.walls[w].gap(ps.pos[i], ps.radius[i])
                 } else {
                     let h = &self.facets.hit[k];
                     let m = self.meshes.mesh_of[w - nw] as usize;
@@ -1997,7 +2004,7 @@ impl Simulation {
             if self.wall_pairs.active[k] {
                 let i = self.wall_pairs.i[k] as usize;
                 let u_n = match self.walls.get(self.wall_pairs.j[k] as usize) {
-                    Some(w) => (ps.pos[i] - w.point).dot(&w.normal) - ps.radius[i],
+                    Some(w) => w.gap(ps.pos[i], ps.radius[i]),
                     None => {
                         // a mesh facet: its triangle now (as the walls: current positions)
                         let t = self.wall_pairs.j[k] as usize - self.walls.len();

@@ -519,7 +519,7 @@ pub fn wall_candidates(ps: &Particles, walls: &[Wall], skin: f64, out: &mut Vec<
     out.clear();
     for i in 0..ps.n_owned {
         for (w, wall) in walls.iter().enumerate() {
-            let gap = (ps.pos[i] - wall.point).dot(&wall.normal) - ps.radius[i];
+            let gap = wall.gap(ps.pos[i], ps.radius[i]);
             if gap < skin {
                 out.push(Candidate {
                     key: (ps.gid[i], w as u64),

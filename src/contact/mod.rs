@@ -36,6 +36,15 @@ pub struct Wall {
     pub material: u16,
 }
 
+impl Wall {
+    /// u_N = (c − p) · n − r of a sphere at `c` of radius `r`: negative in penetration (digest
+    /// A5.1).
+    #[inline(always)]
+    pub fn gap(&self, c: V3, r: f64) -> f64 {
+        (c - self.point).dot(&self.normal) - r
+    }
+}
+
 /// Reduced mass m1 m2 / (m1 + m2).
 #[inline]
 fn reduced_mass(m1: f64, m2: f64) -> f64 {
@@ -533,8 +542,7 @@ pub fn wall_pair(
 ) -> PairForce {
     let r = ps.radius[i];
     let n = wall.normal;
-    // u_N = (c − p)·n − r, negative in penetration (digest A5.1).
-    let u_n = (ps.pos[i] - wall.point).dot(&n) - r;
+    let u_n = wall.gap(ps.pos[i], r);
     if u_n > 0.0 {
         end_wall_contact(active, m_roll);
         if let Some(w) = work {

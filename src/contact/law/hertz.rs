@@ -64,21 +64,7 @@ impl FrictLaw for HertzMindlin {
         dt: f64,
         r_eff: f64,
     ) -> (V3, V3) {
-        let delta = (-u_n).max(0.0);
-        let sd = delta.sqrt();
-        let vn = n.dot(&v12);
-        let vt = v12 - n * vn;
-        // ξ carried with the contact frame, plus v_T Δt (LIGGGHTS tangential history)
-        let xi = rotate_shear(xi, n_old, n, twist, dt) + vt * dt;
-        // F_N on 1 along n: −kn δ^{3/2} (repulsion) + γ_N v_N (v_N < 0 approaching)
-        let g_n = p.cn * sd.sqrt();
-        // no pull without adhesion: the dashpot may not make the total force attractive
-        // (LIGGGHTS `limitForce on`); the restitution relation below includes the cut
-        // plus the DMT attraction F_a = 4π R* γ (module docs), not cut
-        let f_adh = 4.0 * std::f64::consts::PI * r_eff * self.surface_energy;
-        let f_n = (g_n * vn - p.kn * delta * sd).min(0.0) + f_adh;
-        // γ_T = γ_N √(S_T / S_N), S_T / S_N = ks / (1.5 kn)
-        let g_t = g_n * (p.ks / (1.5 * p.kn)).sqrt();
+        let t = Trial::of(self, p, xi, n_old, n, u_n, v12, twist, dt, r_eff);
         // Coulomb |F_T| ≤ μ |F_N| on the whole tangential force (spring + dashpot) with the
         // total normal force; in slip both are scaled by the same ratio (radial return of the
         // whole force: ξ ← ratio ξ, so the spring never grows past its trial length). Neither
@@ -93,15 +79,11 @@ impl FrictLaw for HertzMindlin {
         // unchanged), but at an impact's onset it stored the dashpot's share in the tiny
         // S_T, ½ F_T²/S_T of energy from nothing — the energy budget showed +6 % of the
         // kinetic energy in an oblique impact at e = 0.5 (tests/energy.rs).
-        let s_t = p.ks * sd;
-        let ft = xi * s_t + vt * g_t;
-        let max_ft = f_n.min(0.0).abs() * p.tan_phi;
-        let ft2 = ft.norm_squared();
-        let slip = ft2 > max_ft * max_ft;
-        let ratio = max_ft / ft2.sqrt();
-        let ft = ft * if slip { ratio } else { 1.0 };
-        let xi = select3(slip, xi * ratio, xi);
-        (n * f_n + ft, xi)
+        let slip = t.ft2 > t.max_ft * t.max_ft;
+        let ratio = t.max_ft / t.ft2.sqrt();
+        let ft = t.ft * if slip { ratio } else { 1.0 };
+        let xi = select3(slip, t.xi * ratio, t.xi);
+        (n * t.f_n + ft, xi)
     }
 
     /// Mindlin S_T = 8 G* √(R* δ), stored as ks √δ.
@@ -128,37 +110,95 @@ impl FrictLaw for HertzMindlin {
         0.4 * p.kn * delta * delta * sd - f_adh * delta + 0.5 * p.ks * sd * xi.norm_squared()
     }
 
-    /// Slip: the spring's release to Coulomb's limit ([`slip_work`], at the current S_T; in
-    /// slip the spring alone carries the limited force). Viscous: the normal dashpot's force as applied (after the cut at zero: what it
-    /// takes from the elastic force) times v_N, and γ_T |v_T|² below the Coulomb limit (none
-    /// in slip, where the spring carries the whole force), over Δt.
+    /// Slip: the spring's release to Coulomb's limit ([`slip_work`], at the current S_T).
+    /// Viscous: the normal dashpot's force as applied (after the cut at zero: what it takes
+    /// from the elastic force) times v_N, and the tangential dashpot's γ_T v_T (scaled with the
+    /// spring in slip) times v_T, over Δt.
+    #[inline(always)]
     fn step_energy(&self, c: &ContactStep, dt: f64) -> Option<(f64, f64)> {
         let (p, n) = (&c.p, c.n);
-        let delta = (-c.u_n).max(0.0);
-        let sd = delta.sqrt();
-        let vn = n.dot(&c.v12);
-        let vt = c.v12 - n * vn;
-        let old = rotate_shear(c.fs, c.n_old, n, c.twist, dt);
-        let trial = old + vt * dt;
-        let g_n = p.cn * sd.sqrt();
-        let f_el = -p.kn * delta * sd;
-        let dashpot_n = (g_n * vn + f_el).min(0.0) - f_el;
-        // the step's Coulomb test, as in `step`
-        let f_adh = 4.0 * std::f64::consts::PI * c.r_eff * self.surface_energy;
-        let f_n = (g_n * vn + f_el).min(0.0) + f_adh;
-        let s_t = p.ks * sd;
-        let g_t = g_n * (p.ks / (1.5 * p.kn)).sqrt();
-        let max_ft = f_n.min(0.0).abs() * p.tan_phi;
-        let ft2 = (trial * s_t + vt * g_t).norm_squared();
-        // in slip the dashpot's force is scaled with the spring's (`step`)
-        let ratio = if ft2 > max_ft * max_ft {
-            max_ft / ft2.sqrt()
-        } else {
-            1.0
+        let t = Trial::of(
+            self, p, c.fs, c.n_old, n, c.u_n, c.v12, c.twist, dt, c.r_eff,
+        );
+        let dashpot_n = (t.g_n * t.vn - t.f_el).min(0.0) + t.f_el;
+        let ratio = match t.ft2 > t.max_ft * t.max_ft {
+            true => t.max_ft / t.ft2.sqrt(),
+            false => 1.0,
         };
-        let visc_t = ratio * g_t * vt.norm_squared();
-        let slip = slip_work(old * s_t, trial * s_t, c.fs_new * s_t, s_t);
-        Some((slip, (dashpot_n * vn + visc_t) * dt))
+        let visc_t = ratio * t.g_t * t.vt.norm_squared();
+        let slip = slip_work(t.old * t.s_t, t.xi * t.s_t, c.fs_new * t.s_t, t.s_t);
+        Some((slip, (dashpot_n * t.vn + visc_t) * dt))
+    }
+}
+
+/// One step of the law before Coulomb's limit, shared by [`HertzMindlin::step`] and its energy
+/// terms: v_N and v_T, the history carried with the contact frame (`old`) and its trial
+/// `xi` = old + v_T Δt, the dashpot coefficients γ_N, γ_T, the elastic normal force magnitude
+/// `f_el` = kn δ^{3/2}, the total normal force `f_n` (cut at zero, plus the DMT attraction),
+/// S_T, the trial tangential force `ft` = S_T ξ + γ_T v_T, |ft|² and the limit μ |F_N|.
+struct Trial {
+    vn: f64,
+    vt: V3,
+    old: V3,
+    xi: V3,
+    g_n: f64,
+    g_t: f64,
+    f_el: f64,
+    f_n: f64,
+    s_t: f64,
+    ft: V3,
+    ft2: f64,
+    max_ft: f64,
+}
+
+impl Trial {
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn of(
+        law: &HertzMindlin,
+        p: &FrictPhys,
+        xi: V3,
+        n_old: V3,
+        n: V3,
+        u_n: f64,
+        v12: V3,
+        twist: f64,
+        dt: f64,
+        r_eff: f64,
+    ) -> Trial {
+        let delta = (-u_n).max(0.0);
+        let sd = delta.sqrt();
+        let vn = n.dot(&v12);
+        let vt = v12 - n * vn;
+        // ξ carried with the contact frame, plus v_T Δt (LIGGGHTS tangential history)
+        let old = rotate_shear(xi, n_old, n, twist, dt);
+        let xi = old + vt * dt;
+        // F_N on 1 along n: −kn δ^{3/2} (repulsion) + γ_N v_N (v_N < 0 approaching)
+        let g_n = p.cn * sd.sqrt();
+        let f_el = p.kn * delta * sd;
+        // no pull without adhesion: the dashpot may not make the total force attractive
+        // (LIGGGHTS `limitForce on`); the restitution relation below includes the cut
+        // plus the DMT attraction F_a = 4π R* γ (module docs), not cut
+        let f_adh = 4.0 * std::f64::consts::PI * r_eff * law.surface_energy;
+        let f_n = (g_n * vn - f_el).min(0.0) + f_adh;
+        // γ_T = γ_N √(S_T / S_N), S_T / S_N = ks / (1.5 kn)
+        let g_t = g_n * (p.ks / (1.5 * p.kn)).sqrt();
+        let s_t = p.ks * sd;
+        let ft = xi * s_t + vt * g_t;
+        Trial {
+            vn,
+            vt,
+            old,
+            xi,
+            g_n,
+            g_t,
+            f_el,
+            f_n,
+            s_t,
+            ft,
+            ft2: ft.norm_squared(),
+            max_ft: f_n.min(0.0).abs() * p.tan_phi,
+        }
     }
 }
 

@@ -87,6 +87,7 @@ impl FrictLaw for Hooke {
     /// equal the limit, may lengthen the spring when the dashpot exceeds the limit).
     /// Viscous: both dashpots at full size (LAMMPS keeps the tangential one whole and resets
     /// the spring), m* γ_N v_N² Δt + m* γ_T |v_T|² Δt.
+    #[inline(always)]
     fn step_energy(&self, c: &ContactStep, dt: f64) -> Option<(f64, f64)> {
         let (p, n) = (&c.p, c.n);
         let vn = n.dot(&c.v12);

@@ -49,6 +49,7 @@ impl FrictLaw for CundallStrack {
     /// The energy terms of `Law2_ScGeom_FrictPhys_CundallStrack` (Yade's `plastDissip`, but
     /// the spring's whole release, [`slip_work`]) and the dashpot's c_n v_N² Δt. The elastic
     /// energy is the trait's linear-spring form (history = shear force).
+    #[inline(always)]
     fn step_energy(&self, c: &ContactStep, dt: f64) -> Option<(f64, f64)> {
         let p = &c.p;
         let vn = c.n.dot(&c.v12);
