@@ -98,19 +98,43 @@ pub struct Restored {
 /// The energy budget's cumulative terms on one rank (issue 23; Yade `O.energy`): exact sums,
 /// so that their sum over the ranks has the same bits on any layout. `integ`: the
 /// integrator's ΔKE, work of all forces and of gravity (`integrate::EnergyTally`);
-/// `contact`: frictional slip work, viscous work and the mean field's work through the
-/// contacts (`contact::batch`).
+/// `contact`: the contacts' terms ([`contact::store::PairWork`]: frictional slip work,
+/// viscous work, the boundary's work through the contacts, CPM's normal dissipation);
+/// `flow`: the energy inlets brought in less what outlets took out (kinetic energy of the
+/// particles, elastic energy of the contacts of deleted ones).
 #[derive(Clone, Debug, Default)]
 pub struct EnergyBook {
     pub integ: integrate::EnergyTally,
-    pub contact: [ExactSum; 3],
+    pub contact: [ExactSum; 4],
+    pub flow: ExactSum,
 }
 
 impl EnergyBook {
+    /// The number of cumulative terms ([`Self::sums`]); checkpoints written before the CPM
+    /// and flow terms hold the first [`Self::N_SUMS_V1`].
+    const N_SUMS: usize = 9;
+    const N_SUMS_V1: usize = 7;
+
     /// This rank's cumulative terms in one list: [ΔKE, damping, gravity, blocked DOFs' work,
-    /// friction, viscous, boundary] (the checkpoint's order too).
+    /// friction, viscous, boundary, damage, flow] (the checkpoint's order too).
     fn sums(&self) -> Vec<ExactSum> {
-        self.integ.0.iter().chain(&self.contact).cloned().collect()
+        let flow = std::iter::once(&self.flow);
+        self.integ
+            .0
+            .iter()
+            .chain(&self.contact)
+            .chain(flow)
+            .cloned()
+            .collect()
+    }
+
+    /// Inverse of [`Self::sums`] (a shorter, older list: the missing terms zero).
+    fn set_sums(&mut self, sums: &[ExactSum]) {
+        let mut it = sums.iter().cloned();
+        let slots = self.integ.0.iter_mut().chain(&mut self.contact);
+        for (slot, v) in slots.chain(std::iter::once(&mut self.flow)).zip(&mut it) {
+            *slot = v;
+        }
     }
 }
 
@@ -121,24 +145,37 @@ pub struct Budget {
     pub kinetic: f64,
     /// Elastic energy stored in the contacts (½ K_N u_N² + ½ |F_T|²/K_T).
     pub elastic: f64,
-    /// Dissipated by frictional slip, by viscous dashpots, by Cundall damping.
+    /// Dissipated by frictional slip, by viscous dashpots, by Cundall damping, by CPM's damage
+    /// and compressive plasticity (`law::cpm::step_dissipation`).
     pub friction: f64,
     pub viscous: f64,
     pub damping: f64,
+    pub damage: f64,
     /// Work done on the particles by gravity and by the boundary (moving walls and meshes,
     /// particles with prescribed velocities — the strainer's supports —, the deforming cell's
     /// mean field: through the contacts).
     pub gravity: f64,
     pub boundary: f64,
+    /// Energy brought in by inlets less what outlets took out: the kinetic energy of the
+    /// particles created and deleted, the elastic energy of the deleted ones' contacts.
+    pub flow: f64,
 }
 
 impl Budget {
     /// kinetic + elastic + dissipated − work done: constant when the budget closes.
     pub fn total(&self) -> f64 {
-        self.kinetic + self.elastic + self.friction + self.viscous + self.damping
+        self.kinetic + self.elastic + self.friction + self.viscous + self.damping + self.damage
             - self.gravity
             - self.boundary
+            - self.flow
     }
+}
+
+/// A contact with key `key` touches a particle deleted now (`gone`: sorted gids): either
+/// particle of a sphere pair, the sphere (the first) of a `wall` pair, whose second is a wall
+/// or facet index, not a gid.
+fn gone_contact((a, b): (u64, u64), gone: &[u64], wall: bool) -> bool {
+    gone.binary_search(&a).is_ok() || (!wall && gone.binary_search(&b).is_ok())
 }
 
 /// CPM set-up of a simulation whose materials are all CPM.
@@ -188,7 +225,7 @@ struct EngineState {
     #[serde(default)]
     cell: Option<crate::engines::cell::CellState>,
     /// The energy budget's cumulative terms summed over all ranks, as exact-sum limbs
-    /// (`EnergyBook`: ΔKE, damping, gravity, friction, viscous, boundary).
+    /// (`EnergyBook::sums`).
     #[serde(default)]
     energy: Option<Vec<Vec<i64>>>,
 }
@@ -991,11 +1028,11 @@ impl Simulation {
                 if self.comm.is_root() {
                     let sums: Option<Vec<ExactSum>> =
                         limbs.iter().map(|l| ExactSum::from_limbs(l)).collect();
+                    let n = [EnergyBook::N_SUMS, EnergyBook::N_SUMS_V1];
                     let sums = sums
-                        .filter(|s| s.len() == 7)
+                        .filter(|s| n.contains(&s.len()))
                         .ok_or_else(|| Error::Input("checkpoint energy state: bad sums".into()))?;
-                    b.integ.0.clone_from_slice(&sums[..4]);
-                    b.contact.clone_from_slice(&sums[4..]);
+                    b.set_sums(&sums);
                 }
             }
             (None, None) => {}
@@ -1090,6 +1127,7 @@ impl Simulation {
 
     /// Migrate, wrap, re-sort by grid cell, rebuild ghosts, candidate pairs and slots.
     fn rebuild(&mut self) -> Result<()> {
+        let stored = self.flow_contact_energies();
         self.ps.truncate_ghosts();
         let failure = self.local_failure();
         if self.comm.any(failure.is_some()) {
@@ -1101,7 +1139,7 @@ impl Simulation {
         self.flip_cell()?;
         self.domain.wrap_owned(&mut self.ps);
         self.balance_rebuild()?;
-        self.pre_exchange()?;
+        self.pre_exchange(stored)?;
         let tc = Instant::now();
         self.halo_ex.migrate(
             &self.comm,
@@ -1123,12 +1161,27 @@ impl Simulation {
     /// migration). Contacts of deleted particles are switched off on every rank, so the merge
     /// drops them (gids are never reused: no history comes back). The conserved count and
     /// mass are taken again (collective). Nothing happens on steps without a due engine.
-    fn pre_exchange(&mut self) -> Result<()> {
+    /// Energy tracking: the kinetic energy of the particles created and deleted, and the
+    /// elastic energy `stored` of the deleted ones' contacts ([`Self::flow_contact_energies`])
+    /// go to the budget's flow term.
+    fn pre_exchange(&mut self, stored: Option<[Vec<f64>; 2]>) -> Result<()> {
         let Some(flow) = &mut self.flow else {
             return Ok(());
         };
         if !flow.due(self.step, self.time) {
             return Ok(());
+        }
+        let mut carried = ExactSum::new(); // kinetic energy in, less out, less stored out
+        let kinetic = |ps: &Particles, sign: f64, e: &mut ExactSum| {
+            for i in 0..ps.n_owned {
+                let (m, j) = (ps.mass[i], ps.inertia[i]);
+                e.add(
+                    sign * 0.5 * (m * ps.vel[i].norm_squared() + j * ps.angvel[i].norm_squared()),
+                );
+            }
+        };
+        if stored.is_some() {
+            kinetic(&self.ps, -1.0, &mut carried);
         }
         let gone = flow.pre_exchange(
             (self.step, self.time),
@@ -1137,18 +1190,54 @@ impl Simulation {
             &self.comm,
             &self.walls,
         );
+        if let Some(stored) = &stored {
+            kinetic(&self.ps, 1.0, &mut carried);
+            let lists = [(&self.pairs, false), (&self.wall_pairs, true)];
+            for ((list, wall), e) in lists.into_iter().zip(stored) {
+                for (&key, &e) in list.key.iter().zip(e) {
+                    if gone_contact(key, &gone, wall) {
+                        carried.add(-e);
+                    }
+                }
+            }
+        }
         if !gone.is_empty() {
-            for list in [&mut self.pairs, &mut self.wall_pairs] {
+            for (list, wall) in [(&mut self.pairs, false), (&mut self.wall_pairs, true)] {
                 for k in 0..list.len() {
-                    let (a, b) = list.key[k];
-                    if gone.binary_search(&a).is_ok() || gone.binary_search(&b).is_ok() {
+                    if gone_contact(list.key[k], &gone, wall) {
                         list.active[k] = false;
                     }
                 }
             }
         }
+        if let Some(book) = &mut self.energy {
+            book.flow.merge(&carried);
+        }
         self.conserved = None;
         self.check_conservation()
+    }
+
+    /// Energy tracking, a flow engine due at this step: the elastic energy of each contact
+    /// this rank counts (sphere pairs of an owned particle 1, wall pairs), taken at the start
+    /// of the rebuild, while the ghosts are there ([`Self::pre_exchange`] books those of the
+    /// deleted particles). `None` otherwise.
+    fn flow_contact_energies(&self) -> Option<[Vec<f64>; 2]> {
+        let due = self
+            .flow
+            .as_ref()
+            .is_some_and(|f| f.due(self.step, self.time));
+        if !(due && self.energy.is_some()) {
+            return None;
+        }
+        let n = self.ps.n_owned;
+        let owned = |k: usize| (self.pairs.i[k] as usize) < n;
+        let sph = (0..self.pairs.len())
+            .map(|k| if owned(k) { self.pair_elastic(k) } else { 0.0 })
+            .collect();
+        let wall = (0..self.wall_pairs.len())
+            .map(|k| self.wall_pair_elastic(k))
+            .collect();
+        Some([sph, wall])
     }
 
     /// The rebuild after migration: re-sort, ghosts, candidate pairs merged with the contact
@@ -1317,8 +1406,11 @@ impl Simulation {
         }
         let tasks = self.slots.task_ranges().len();
         if self.energy.is_some() {
-            self.pairs.work.resize(self.pairs.len(), [0.0; 3]);
-            self.wall_pairs.work.resize(self.wall_pairs.len(), [0.0; 3]);
+            // zeros for the pairs the loops skip (apart, and were)
+            for list in [&mut self.pairs, &mut self.wall_pairs] {
+                list.work.clear();
+                list.work.resize(list.len(), [0.0; 4]);
+            }
         }
         if self.fuse
             && tasks >= 2
@@ -1565,10 +1657,11 @@ impl Simulation {
         Ok(Some(c.affine(&self.domain.cell, dt)))
     }
 
-    /// Energy tracking: this step's slip, viscous and boundary work of the contacts (the
-    /// contact loops' per-pair entries, `PairList::work`: sphere pairs, walls, facets), each
+    /// Energy tracking: this step's terms of the contacts (the contact loops' per-pair
+    /// entries, `PairList::work`: sphere pairs, walls, facets; zeros for pairs apart), each
     /// contact once (on the rank owning its sphere, particle 1 of a sphere pair), into this
-    /// rank's cumulative exact sums.
+    /// rank's cumulative exact sums. Contacts that ended now count: a CPM link's last step
+    /// dissipates what it stored.
     fn tally_contacts(&mut self) {
         let Some(book) = &mut self.energy else {
             return;
@@ -1576,7 +1669,7 @@ impl Simulation {
         let n = self.ps.n_owned;
         for pairs in [&self.pairs, &self.wall_pairs] {
             for k in 0..pairs.len() {
-                if pairs.active[k] && (pairs.i[k] as usize) < n {
+                if (pairs.i[k] as usize) < n {
                     for (s, &w) in book.contact.iter_mut().zip(&pairs.work[k]) {
                         s.add(w);
                     }
@@ -1600,15 +1693,18 @@ impl Simulation {
         s.push(ke);
         self.comm.sum_exact(&mut s);
         let v: Vec<f64> = s.iter().map(|x| x.value()).collect();
-        // [ΔKE, damping, gravity, blocked DOFs' work, friction, viscous, boundary, kinetic]
+        // [ΔKE, damping, gravity, blocked DOFs' work, friction, viscous, boundary, damage,
+        // flow, kinetic]
         Some(Budget {
-            kinetic: v[7],
+            kinetic: v[9],
             elastic: self.elastic_energy(),
             friction: v[4],
             viscous: v[5],
             damping: v[1],
+            damage: v[7],
             gravity: v[2],
             boundary: v[6] + v[3],
+            flow: v[8],
         })
     }
 
@@ -1976,52 +2072,88 @@ impl Simulation {
     /// Elastic energy stored in the contacts over real contacts (each counted once): the law's
     /// springs ([`FrictLaw::elastic_energy`](crate::contact::law::FrictLaw::elastic_energy):
     /// ½ K_N u_N² + ½ |F_T|²/K_T for Cundall–Strack, the Hertz potential (2/5) k_N δ^{5/2} +
-    /// ½ S_T |ξ|², …) and the EPSD rolling springs ½ |M|²/k_r; sphere pairs, walls and facets.
-    /// Collective.
+    /// ½ S_T |ξ|², …, CPM's [`stored_energy`](crate::contact::law::cpm::stored_energy)) and the
+    /// EPSD rolling springs ½ |M|²/k_r; sphere pairs, walls and facets. Collective.
     pub fn elastic_energy(&self) -> f64 {
-        let ps = &self.ps;
-        let (law, roll) = (self.mix.law(), self.mix.rolling());
-        let spring = |p: &crate::material::FrictPhys, u_n: f64, r_eff: f64, m: V3| {
-            if !roll.has_history() {
-                return 0.0;
-            }
-            let (k_t, k_n) = law.stiffnesses(p, u_n);
-            roll.spring_energy(m, roll.spring(r_eff, k_t, k_n, 0.0).0)
-        };
+        let n = self.ps.n_owned;
         let mut e = ExactSum::new();
         for k in 0..self.pairs.len() {
-            let st = &self.pairs.state[k];
-            let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
-            if self.pairs.active[k] && i < ps.n_owned {
-                let u_n = (-self.pair_overlap(k).1).min(0.0);
-                let r_eff = ps.radius[i] * ps.radius[j] / (ps.radius[i] + ps.radius[j]);
-                e.add(law.elastic_energy(&st.phys, u_n, st.fs, r_eff));
-                e.add(spring(&st.phys, u_n, r_eff, self.pairs.roll[k]));
+            if (self.pairs.i[k] as usize) < n {
+                e.add(self.pair_elastic(k));
             }
         }
         for k in 0..self.wall_pairs.len() {
-            let st = &self.wall_pairs.state[k];
-            if self.wall_pairs.active[k] {
-                let i = self.wall_pairs.i[k] as usize;
-                let u_n = match self.walls.get(self.wall_pairs.j[k] as usize) {
-                    Some(w) => w.gap(ps.pos[i], ps.radius[i]),
-                    None => {
-                        // a mesh facet: its triangle now (as the walls: current positions)
-                        let t = self.wall_pairs.j[k] as usize - self.walls.len();
-                        let (v, nf) = (&self.meshes.tri[t], self.meshes.normal[t]);
-                        let c = (ps.pos[i], ps.radius[i]);
-                        crate::mesh::geom::sphere_contact(c.0, c.1, v[0], v[1], v[2], nf).2
-                    }
-                }
-                .min(0.0);
-                let r = ps.radius[i];
-                e.add(law.elastic_energy(&st.phys, u_n, st.fs, r));
-                e.add(spring(&st.phys, u_n, r, self.wall_pairs.roll[k]));
-            }
+            e.add(self.wall_pair_elastic(k));
         }
         let mut v = [e];
         self.comm.sum_exact(&mut v);
         v[0].value()
+    }
+
+    /// The EPSD rolling spring's energy of a contact with pair constants `p`, normal
+    /// displacement `u_n`, effective radius `r_eff` and moment `m` (0 without the model).
+    fn rolling_elastic(&self, p: &crate::material::FrictPhys, u_n: f64, r_eff: f64, m: V3) -> f64 {
+        let (law, roll) = (self.mix.law(), self.mix.rolling());
+        if !roll.has_history() {
+            return 0.0;
+        }
+        let (k_t, k_n) = law.stiffnesses(p, u_n);
+        roll.spring_energy(m, roll.spring(r_eff, k_t, k_n, 0.0).0)
+    }
+
+    /// The elastic energy of sphere pair `k` at the current positions (0 when not in contact).
+    fn pair_elastic(&self, k: usize) -> f64 {
+        let ps = &self.ps;
+        let st = &self.pairs.state[k];
+        let (i, j) = (self.pairs.i[k] as usize, self.pairs.j[k] as usize);
+        if !self.pairs.active[k] {
+            return 0.0;
+        }
+        if let Some(c) = &self.cpm {
+            use crate::contact::law::cpm;
+            let h = &self.pairs.cpm[k];
+            let (m1, m2) = (ps.material[i] as usize, ps.material[j] as usize);
+            let (r1, r2) = (ps.radius[i], ps.radius[j]);
+            let p = cpm::CpmPhys::new(&c.mats[m1], &c.mats[m2], r1, r2, h.d0);
+            let l = self.pairs.branch(k, &ps.pos).norm();
+            let state = cpm::CpmState {
+                d0: h.d0,
+                omega: h.omega,
+                eps_n_pl: h.eps_n_pl,
+                eps_n: cpm::normal_strain(l, h.d0),
+                eps_t: st.fs,
+                ..Default::default()
+            };
+            return cpm::stored_energy(&p, &state);
+        }
+        let u_n = (-self.pair_overlap(k).1).min(0.0);
+        let r_eff = ps.radius[i] * ps.radius[j] / (ps.radius[i] + ps.radius[j]);
+        self.mix.law().elastic_energy(&st.phys, u_n, st.fs, r_eff)
+            + self.rolling_elastic(&st.phys, u_n, r_eff, self.pairs.roll[k])
+    }
+
+    /// The elastic energy of sphere–wall (or facet) pair `k` at the current positions.
+    fn wall_pair_elastic(&self, k: usize) -> f64 {
+        let ps = &self.ps;
+        let st = &self.wall_pairs.state[k];
+        if !self.wall_pairs.active[k] {
+            return 0.0;
+        }
+        let i = self.wall_pairs.i[k] as usize;
+        let u_n = match self.walls.get(self.wall_pairs.j[k] as usize) {
+            Some(w) => w.gap(ps.pos[i], ps.radius[i]),
+            None => {
+                // a mesh facet: its triangle now (as the walls: current positions)
+                let t = self.wall_pairs.j[k] as usize - self.walls.len();
+                let (v, nf) = (&self.meshes.tri[t], self.meshes.normal[t]);
+                let c = (ps.pos[i], ps.radius[i]);
+                crate::mesh::geom::sphere_contact(c.0, c.1, v[0], v[1], v[2], nf).2
+            }
+        }
+        .min(0.0);
+        let r = ps.radius[i];
+        self.mix.law().elastic_energy(&st.phys, u_n, st.fs, r)
+            + self.rolling_elastic(&st.phys, u_n, r, self.wall_pairs.roll[k])
     }
 
     /// CPM link statistics over all ranks (each contact counted once). Collective.

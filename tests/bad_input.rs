@@ -493,16 +493,10 @@ bad!(
 );
 bad!(cell_shear_goal_rate, At::Scene, 13, "takes no shear_rate");
 bad!(
-    energy_outlet,
-    At::Scene,
-    13,
-    "deleted particles carry in and out"
-);
-bad!(
     energy_cpm,
     At::Scene,
-    4,
-    "CPM does not split its dissipation"
+    8,
+    "visco-damage overstress and confinement are not split"
 );
 bad!(
     energy_position_mode,

@@ -1,7 +1,7 @@
 //! CPM tension test on several ranks and across a checkpoint (issue 5, acceptance 3): the
-//! same tension test on 1 and 4 ranks (reproducible mode) gives the identical `strainer.csv`;
-//! a checkpoint taken after the peak restarts to the identical curve. Real `mpirun`, release
-//! binary, ~600 spheres.
+//! same tension test on 1 and 4 ranks (reproducible mode) gives the identical `strainer.csv`
+//! and `series.csv` (with the energy budget, issue 23); a checkpoint taken after the peak
+//! restarts to the identical curve and budget. Real `mpirun`, release binary, ~600 spheres.
 
 mod support;
 
@@ -22,6 +22,7 @@ const SCENE: &str = r#"Scene(
         radius: 1.4e-3, porosity: 0.40, seed: 7)],
     strainer: Strainer(strain_rate: 0.4, ramp_steps: 100, stop_fraction: 0.5, every: 10),
     damping: 0.4,
+    energy: true,
     dt: PWave(0.8),
     run: Steps(4000),
     output: Output(series_every: 100),
@@ -31,6 +32,10 @@ const SCENE: &str = r#"Scene(
 
 fn csv(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("strainer.csv")).unwrap()
+}
+
+fn series(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("series.csv")).unwrap()
 }
 
 /// The step of the last row.
@@ -62,6 +67,13 @@ fn tension_curve_is_identical_on_1_and_4_ranks_and_across_a_restart() {
     let (a, b) = (csv(&t.join("r1")), csv(&t.join("r4")));
     assert!(a.lines().count() > 50, "{a}");
     assert_eq!(a, b, "strainer.csv differs between 1 and 4 ranks");
+    let e = series(&t.join("r1"));
+    assert!(e.lines().next().unwrap().contains("d_damage_J"), "{e}");
+    assert_eq!(
+        e,
+        series(&t.join("r4")),
+        "series.csv differs between 1 and 4 ranks"
+    );
     // The run stopped on the softening criterion, after the peak.
     let last = last_step(&a);
     let pk = peak_step(&a);
@@ -79,12 +91,18 @@ fn tension_curve_is_identical_on_1_and_4_ranks_and_across_a_restart() {
     let f = format!("r1/checkpoints/ckpt_{ck:010}.h5");
     demhpc(2, &["--restart", &f, "--out", "r1"], t);
     assert_eq!(csv(&t.join("r1")), a, "the restarted curve differs");
+    assert_eq!(
+        series(&t.join("r1")),
+        e,
+        "the restarted energy budget differs"
+    );
 }
 
 /// Issue 20: the new inputs keep reproducible mode rank-independent. A TextFile specimen
 /// whose end layers are tagged (5th column) is pulled by a strainer with `Tags` supports,
-/// with gravity outside the damping (`damp_gravity: false`): 1 and 2 ranks give the identical
-/// `strainer.csv`.
+/// with gravity outside the damping (`damp_gravity: false`), Yade's public law (the batched
+/// loop; with the energy budget, issue 23, the scalar one): 1 and 2 ranks give the identical
+/// `strainer.csv` and `series.csv`.
 #[test]
 fn tag_supports_and_undamped_gravity_are_rank_independent() {
     let tmp = TempDir::new("cpm-tags");
@@ -110,8 +128,10 @@ fn tag_supports_and_undamped_gravity_are_rank_independent() {
     gravity: (0.0, 0.0, -9.81),
     damping: 0.4,
     damp_gravity: false,
+    energy: true,
     dt: PWave(0.5),
     run: Steps(400),
+    output: Output(series_every: 20),
     reproducible: true,
 )"#;
     std::fs::write(t.join("scene.ron"), scene).unwrap();
@@ -120,6 +140,12 @@ fn tag_supports_and_undamped_gravity_are_rank_independent() {
     let (a, b) = (csv(&t.join("r1")), csv(&t.join("r2")));
     assert!(a.lines().count() > 50, "{a}");
     assert_eq!(a, b, "strainer.csv differs between 1 and 2 ranks");
+    let e = series(&t.join("r1"));
+    assert_eq!(
+        e,
+        series(&t.join("r2")),
+        "series.csv differs between 1 and 2 ranks"
+    );
 }
 
 /// A CPM checkpoint written before the Yade-compatible defaults (format version 2, the test

@@ -21,11 +21,12 @@ const FILL: &str = r#"Scene(
 )"#;
 
 /// 64 lattice spheres and an inlet of 0.1 kg/s (diameters normal 8 ± 1 mm in [6, 10] mm,
-/// ρ 2500 kg/m³) falling under gravity into an outlet (z < 5 cm), 1 s of simulated time.
+/// ρ 2500 kg/m³) falling under gravity into an outlet (z < 5 cm), 1 s of simulated time,
+/// with the energy budget (its flow term: issue 23).
 const POUR: &str = r#"Scene(
     materials: [Frict(name: "g", young: 1e6, poisson: 0.25, friction_angle: 0.5, density: 2500.0)],
     spheres: [Lattice(material: "g", spacing: 0.025, counts: (4, 4, 4), radius: 0.004, seed: 1, origin: (0.01, 0.01, 0.3))],
-    gravity: (0.0, 0.0, -9.81),
+    gravity: (0.0, 0.0, -9.81), energy: true,
     dt: Fixed(1e-4), skin: 0.001, run: Time(1.0),
     domain: Domain(lo: (-0.01, -0.01, -0.01), hi: (0.11, 0.11, 0.5)),
     output: Output(series_every: 500, snapshot_every: 5000),
@@ -148,8 +149,8 @@ fn inlet_delivers_the_requested_mass_rate() {
     assert!(*del.last().unwrap() > 50.0, "the outlet removed too few");
 }
 
-/// Reproducible mode with the inlet and the outlet acting: the final state and the series are
-/// bit-identical on 1, 2, 3, 4, 8 ranks and 2 ranks × 2 threads; a restart from the checkpoint
+/// Reproducible mode with the inlet and the outlet acting: the final state and the series (with
+/// the energy budget's flow term) are bit-identical on 1, 2, 3, 4, 8 ranks and 2 ranks × 2 threads; a restart from the checkpoint
 /// at t = 0.5 s (mid-fill, mid-discharge) on 2 ranks continues bitwise.
 #[test]
 fn inlet_and_outlet_are_bitwise_across_ranks_and_restart() {

@@ -22,9 +22,9 @@
 
 use super::law::rolling::{RollModel, Rolling};
 use super::law::{self, FrictLaw};
-use super::store::FrictState;
 #[cfg(doc)]
 use super::store::PairList;
+use super::store::{FrictState, PairWork};
 use super::{branch_at, geom, reduced_mass, PairsView};
 use crate::forces::SlotWriter;
 use crate::kernel::Kernel;
@@ -303,12 +303,12 @@ impl Lanes {
         m: usize,
         dt: f64,
         grad: Option<&crate::M3>,
-        work: &mut [[f64; 3]],
+        work: &mut [PairWork],
     ) {
         for q in 0..m {
             let k = self.k[q] as usize;
             if self.u_n[q] > 0.0 {
-                work[k] = [0.0; 3];
+                work[k] = [0.0; 4];
                 continue;
             }
             let g = self.geometry(q);
@@ -330,7 +330,7 @@ impl Lanes {
             };
             let [slip, visc] = law::contact_energy(law, roll, &c, dt);
             let boundary = grad.map_or(0.0, |m| f.dot(&(m * g.l)) * dt);
-            work[k] = [slip, visc, boundary];
+            work[k] = [slip, visc, boundary, 0.0];
         }
     }
 

@@ -640,6 +640,7 @@ mod tests {
                     b,
                     2 * p,
                     2 * p + 1,
+                    None,
                 );
                 f_s.push(r);
             }

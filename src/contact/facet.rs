@@ -28,7 +28,7 @@
 //! the rebuild.
 
 use super::geom as cgeom;
-use super::store::{FrictState, PairList, Shared};
+use super::store::{FrictState, PairList, PairWork, Shared};
 use crate::forces::SlotWriter;
 use crate::material::MixTable;
 use crate::mesh::geom::{sphere_contact, Feature};
@@ -172,7 +172,7 @@ struct Group<'a> {
     roll: &'a mut [V3],
     hit: &'a mut [Hit],
     /// Energy tracking's per-pair work (empty when not tracking).
-    work: &'a mut [[f64; 3]],
+    work: &'a mut [PairWork],
     tri: &'a [u32],
     slots: &'a [u32],
 }
@@ -225,7 +225,7 @@ impl Group<'_> {
             if !h.keep {
                 super::end_wall_contact(&mut self.act[k], &mut self.roll[k]);
                 if let Some(w) = self.work.get_mut(k) {
-                    *w = [0.0; 3];
+                    *w = [0.0; 4];
                 }
                 if h.was {
                     out.wall(self.slots[k], V3::zeros(), V3::zeros()); // its slot held a force
@@ -325,7 +325,7 @@ fn facet_law(
     m: usize,
     mix: &MixTable,
     dt: f64,
-    work: Option<&mut [f64; 3]>,
+    work: Option<&mut PairWork>,
 ) -> (V3, V3) {
     let (n, r) = (h.n, ps.radius[i]);
     let (w1, w2) = (meshes.angvel(m), ps.angvel[i]);

@@ -19,7 +19,7 @@ use law::cpm::{self, CpmMat, CpmPhys, CpmState};
 use law::linear::CundallStrack;
 use law::FrictLawKind;
 use rayon::prelude::*;
-use store::{CpmHist, FrictState, PairForce, PairList, Shared};
+use store::{CpmHist, FrictState, PairForce, PairList, PairWork, Shared};
 
 /// Wall pairs per rayon task: large enough to amortise scheduling, small enough to balance.
 pub const CHUNK: usize = 2048;
@@ -178,11 +178,20 @@ impl<'a> PairsView<'a> {
         reach_factor: f64,
         law: &L,
     ) where
-        L: Fn(&mut bool, &mut FrictState, &mut CpmHist, Branch, usize, usize) -> PairForce,
+        L: Fn(
+            &mut bool,
+            &mut FrictState,
+            &mut CpmHist,
+            Branch,
+            usize,
+            usize,
+            Option<&mut PairWork>,
+        ) -> PairForce,
     {
         let (pos, radius) = (&ps.pos[..], &ps.radius[..]);
         let base = r.start;
         let cpm = self.pp.range_cpm(r.clone());
+        let work = self.pp.range_work(r.clone());
         let (act, st) = self.pp.range(r);
         for k in 0..st.len() {
             let (i, j) = (self.i[base + k] as usize, self.j[base + k] as usize);
@@ -196,7 +205,15 @@ impl<'a> PairsView<'a> {
                     continue;
                 }
             }
-            let f = law(&mut act[k], &mut st[k], &mut cpm[k], b, i, j);
+            let f = law(
+                &mut act[k],
+                &mut st[k],
+                &mut cpm[k],
+                b,
+                i,
+                j,
+                work.get_mut(k),
+            );
             if !(was_active || act[k]) {
                 continue;
             }
@@ -216,7 +233,16 @@ fn pair_loop<L>(
     reach_factor: f64,
     law: L,
 ) where
-    L: Fn(&mut bool, &mut FrictState, &mut CpmHist, Branch, usize, usize) -> PairForce + Sync,
+    L: Fn(
+            &mut bool,
+            &mut FrictState,
+            &mut CpmHist,
+            Branch,
+            usize,
+            usize,
+            Option<&mut PairWork>,
+        ) -> PairForce
+        + Sync,
 {
     let v = PairsView::new(pairs);
     // SAFETY: `for_ranges` hands out disjoint ranges.
@@ -257,7 +283,7 @@ struct PairsPtr {
     st: Shared<FrictState>,
     cpm: Shared<CpmHist>,
     roll: Shared<V3>,
-    work: Shared<[f64; 3]>,
+    work: Shared<PairWork>,
 }
 
 impl PairsPtr {
@@ -296,7 +322,7 @@ impl PairsPtr {
     /// # Safety
     /// As [`Self::range`].
     #[allow(clippy::mut_from_ref)]
-    unsafe fn range_work(&self, r: std::ops::Range<usize>) -> &mut [[f64; 3]] {
+    unsafe fn range_work(&self, r: std::ops::Range<usize>) -> &mut [PairWork] {
         match self.work.len() {
             0 => &mut [],
             _ => self.work.slice(r.start, r.len()),
@@ -349,7 +375,9 @@ pub fn cpm_pairs(
     dt: f64,
     cs: CpmStep,
 ) {
-    if table.public_law() {
+    // energy tracking takes the scalar loop: the same bits (`cpm_batch`'s test), and the
+    // state before the step at hand
+    if table.public_law() && pairs.work.is_empty() {
         let v = PairsView::new(pairs);
         let kernel = crate::kernel::Kernel::detect();
         // SAFETY: `for_ranges` hands out disjoint ranges.
@@ -364,7 +392,7 @@ pub fn cpm_pairs(
         out,
         ps,
         cs.link_factor.max(1.0),
-        |act, st, h, b, i, j| cpm_pair(act, st, h, ps, mats, dt, cs, b, i, j),
+        |act, st, h, b, i, j, w| cpm_pair(act, st, h, ps, mats, dt, cs, b, i, j, w),
     );
 }
 
@@ -383,9 +411,11 @@ pub fn cpm_pair(
     b: Branch,
     i: usize,
     j: usize,
+    work: Option<&mut PairWork>,
 ) -> PairForce {
     let Branch { l, d2, r1, r2 } = b;
     let reach = r1 + r2;
+    let fresh = !*active;
     if !*active {
         // thesis eq. 2.23: a link if d₀ ≤ R_I (r₁ + r₂) during the initial step
         let link = cs.link_factor * reach;
@@ -413,18 +443,39 @@ pub fn cpm_pair(
     }
     let h = *hist;
     let d = d2.sqrt();
+    let phys = || {
+        let (m1, m2) = (ps.material[i] as usize, ps.material[j] as usize);
+        CpmPhys::new(&mats[m1], &mats[m2], r1, r2, h.d0)
+    };
+    // energy tracking: the contact before the step (ε_N at the previous positions, x − v Δt)
+    let before = |eps_t: V3| CpmState {
+        d0: h.d0,
+        kappa: h.kappa,
+        omega: h.omega,
+        eps_n_pl: h.eps_n_pl,
+        eps_d: h.eps_d,
+        eps_t,
+        eps_n: cpm::normal_strain((l - (ps.vel[j] - ps.vel[i]) * dt).norm(), h.d0),
+        cohesive: h.cohesive,
+        ..Default::default()
+    };
     if h.cohesive && d - h.d0 > cs.max_stretch {
         *active = false; // fully damaged link beyond the collider's reach
+        if let Some(w) = work {
+            // what it still stored is dissipated with it
+            let old = before(st.fs);
+            let gone = CpmState {
+                eps_n: cpm::normal_strain(d, h.d0),
+                ..old
+            };
+            let (slip, normal) =
+                cpm::step_dissipation(&phys(), Some(&old), V3::zeros(), &gone, true);
+            *w = [slip, 0.0, 0.0, normal];
+        }
         return PairForce::default();
     }
     let n = l / d;
-    let p = CpmPhys::new(
-        &mats[ps.material[i] as usize],
-        &mats[ps.material[j] as usize],
-        r1,
-        r2,
-        h.d0,
-    );
+    let p = phys();
     let eps_n = cpm::normal_strain(d, h.d0); // thesis eq. 2.28
                                              // Contact point C = C₁ + d₁' n with d₁' = d₁ − (d₀ − l)/2 = r₁ + (l − r₁ − r₂)/2 (eq. 2.22,
                                              // 2.26); d₂' = l − d₁'. They are the lever arms of the relative velocity and the torques.
@@ -445,6 +496,12 @@ pub fn cpm_pair(
         ..Default::default()
     };
     let o = cpm::cpm_step(&p, &mut cst, eps_n, deps, dt);
+    if let Some(w) = work {
+        let old = before(eps_t);
+        let (slip, normal) =
+            cpm::step_dissipation(&p, (!fresh).then_some(&old), deps, &cst, o.remove);
+        *w = [slip, 0.0, 0.0, normal];
+    }
     if o.remove {
         *active = false;
         return PairForce::default();
@@ -538,7 +595,7 @@ pub fn wall_pair(
     dt: f64,
     i: usize,
     mean: Option<(crate::M3, V3)>,
-    work: Option<&mut [f64; 3]>,
+    work: Option<&mut PairWork>,
 ) -> PairForce {
     let r = ps.radius[i];
     let n = wall.normal;
@@ -546,7 +603,7 @@ pub fn wall_pair(
     if u_n > 0.0 {
         end_wall_contact(active, m_roll);
         if let Some(w) = work {
-            *w = [0.0; 3];
+            *w = [0.0; 4];
         }
         return PairForce::default();
     }
@@ -611,7 +668,7 @@ pub(crate) fn end_wall_contact(active: &mut bool, m_roll: &mut V3) {
 /// wall a sphere of infinite radius and mass: R* = r, I_r = I + m r²). Returns the force on
 /// the wall and the torque on the sphere. Energy tracking: `energy` = (the boundary's part of
 /// the relative velocity — the mean field less the wall's motion —, the pair's work entry),
-/// which gets [frictional, viscous, boundary] work of the step (`PairList::work`).
+/// which gets the step's [`PairWork`] (`PairList::work`).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn wall_contact(
@@ -625,7 +682,7 @@ pub(crate) fn wall_contact(
     i: usize,
     mix: &MixTable,
     dt: f64,
-    energy: Option<(V3, &mut [f64; 3])>,
+    energy: Option<(V3, &mut PairWork)>,
 ) -> (V3, V3) {
     let r = ps.radius[i];
     let twist = n.dot(&(w1 + w2));
@@ -672,7 +729,7 @@ pub(crate) fn wall_contact(
         let [slip, visc] = mix.law().contact_energy(&roll, &c, dt);
         // the work the boundary does through the contact: its motion against the force and
         // the moment on it (particle 1), F · v_drive Δt − M · ω₁ Δt
-        *out = [slip, visc, (f.dot(&v_drive) - m.dot(&w1)) * dt];
+        *out = [slip, visc, (f.dot(&v_drive) - m.dot(&w1)) * dt, 0.0];
     }
     (f, t2)
 }

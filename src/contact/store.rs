@@ -44,6 +44,12 @@ pub struct ContactState {
     pub roll: V3,
 }
 
+/// Energy tracking: one contact's energy terms of one step [J], in this order: frictional
+/// (shear) slip work, viscous (dashpot) work, the boundary's work through the contact (moving
+/// walls and meshes, the deforming cell's mean field), the normal dissipation of CPM (damage
+/// and compressive plasticity, `law::cpm::step_dissipation`).
+pub type PairWork = [f64; 4];
+
 /// The per-contact state variables of the CPM law (thesis §3.2.6, digest §11: κ, ω, ε_N^pl,
 /// ε_d, d₀, cohesive; ε_T lives in `FrictState::fs`). The pair parameters are not stored: they
 /// are re-mixed from the two materials and d₀ every step (`CpmPhys::new`, a few flops).
@@ -186,10 +192,10 @@ pub struct PairList {
     pub shift: Vec<u8>,
     /// H (c₂ − c₁) of each shift code (`shifts[0]` = 0).
     pub shifts: Vec<V3>,
-    /// Energy tracking (scene `energy: true`): per pair, this step's frictional slip work,
-    /// viscous work and the work of the mean field (`contact::batch`, sized by the caller
-    /// before the contact loop; stale for pairs not in contact).
-    pub work: Vec<[f64; 3]>,
+    /// Energy tracking (scene `energy: true`): per pair, this step's dissipation and boundary
+    /// work ([`PairWork`]; sized by the caller before the contact loop; stale for pairs not in
+    /// contact).
+    pub work: Vec<PairWork>,
     /// c₂ − c₁ of each shift code, to form `shifts` again when the cell deforms
     /// ([`Self::refresh_shifts`]).
     pub shift_dc: Vec<[i32; 3]>,

@@ -92,11 +92,12 @@ pub struct Extra {
 }
 
 /// The energy budget's columns (scene `energy: true`; `sim::Budget`): kinetic and elastic
-/// energy, dissipation by friction, dashpots and damping, work of gravity and of the
-/// boundary, and their total (kinetic + elastic + dissipated − work), constant when the
-/// budget closes.
+/// energy, dissipation by friction, dashpots, damping and CPM's damage (with compressive
+/// plasticity), work of gravity and of the boundary, the energy inlets and outlets carried
+/// in (net), and their total (kinetic + elastic + dissipated − work − flow), constant when
+/// the budget closes.
 pub const ENERGY_COLUMNS: &str = ",e_kinetic_J,e_elastic_J,d_friction_J,d_viscous_J,\
-d_damping_J,w_gravity_J,w_boundary_J,e_total_J";
+d_damping_J,d_damage_J,w_gravity_J,w_boundary_J,w_flow_J,e_total_J";
 
 /// The deforming cell's columns (issue 23): the servo stage, log strains ln F_ii and the
 /// volumetric strain ln det F, the contact (Love–Weber) stress tensor and its kinetic part
@@ -168,14 +169,16 @@ impl Series {
         }
         if let Some(e) = &s.energy {
             line += &format!(
-                ",{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e}",
+                ",{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e},{:.12e}",
                 e.kinetic,
                 e.elastic,
                 e.friction,
                 e.viscous,
                 e.damping,
+                e.damage,
                 e.gravity,
                 e.boundary,
+                e.flow,
                 e.total()
             );
         }

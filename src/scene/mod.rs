@@ -442,7 +442,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         None => None,
     };
     if sf.energy {
-        check_energy(ctx, &sf, &materials, &cell)?;
+        check_energy(ctx, &materials, &cell)?;
     }
     let name = scene_name(ctx, &sf.name)?;
     Ok(Scene {
@@ -478,34 +478,37 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
 }
 
 /// Energy tracking needs a law that splits its dissipation (the frictional laws: `Frict`,
-/// `Hertz`, `Hooke`, with rolling resistance, on spheres, walls and meshes; not CPM yet), no
-/// inlets or outlets (their energy flux is not counted yet) and a cell in the velocity mode
+/// `Hertz`, `Hooke`, with rolling resistance, on spheres, walls and meshes; CPM without
+/// visco-damage or confinement) and a cell in the velocity mode
 /// (the contacts see the mean field's motion, whose work is the boundary's).
 fn check_energy(
     ctx: &Ctx,
-    sf: &SceneFile,
     materials: &[Material],
     cell: &Option<crate::engines::cell::CellEngine>,
 ) -> Result<()> {
     let refuse = |what: &str, why: &str| Err(ctx.err(what, format!("with `energy: true`: {why}")));
-    for (what, bad) in [
-        ("inlets", !sf.inlets.is_empty()),
-        ("outlets", !sf.outlets.is_empty()),
-    ] {
-        if bad {
-            return refuse(
-                what,
-                "the energy that inserted and deleted particles carry in and out is not \
-                 counted yet",
-            );
+    for (k, m) in materials.iter().enumerate() {
+        let Material::Cpm(c) = m else { continue };
+        let p = &c.params;
+        // the stored energy is that of the rate-independent, unconfined law
+        // (`law::cpm::stored_energy`)
+        for (field, bad) in [
+            ("dmg_tau", p.dmg_tau > 0.0 && p.dmg_rate_exp > 0.0),
+            ("iso_prestress", p.iso_prestress != 0.0),
+        ] {
+            if bad {
+                let at = crate::contact::law::cpm::CpmParams::names(field)
+                    .iter()
+                    .map(|n| format!("materials[{k}].params.{n}"))
+                    .find(|q| ctx.locs.has(q))
+                    .unwrap_or(format!("materials[{k}]"));
+                return refuse(
+                    &at,
+                    "CPM's visco-damage overstress and confinement are not split into stored \
+                     and dissipated energy yet",
+                );
+            }
         }
-    }
-    if materials.iter().any(|m| matches!(m, Material::Cpm(_))) {
-        return refuse(
-            "materials",
-            "CPM does not split its dissipation (damage, plasticity) yet; the frictional \
-             laws (`Frict`, `Hertz`, `Hooke`) do",
-        );
     }
     if cell
         .as_ref()
