@@ -282,6 +282,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let outlets = outlets.as_deref();
     let more = crate::io::series::Extra {
         cell: sim.cell.is_some(),
+        servo: sim.servo.is_some(),
         energy: sim.energy.is_some(),
     };
     let series = match (root, opts.restart.is_some()) {

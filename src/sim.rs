@@ -68,6 +68,10 @@ pub struct Stats {
     pub flow: Vec<(u64, f64)>,
     /// The deforming cell's columns (scenes with a `cell`).
     pub cell: Option<crate::engines::cell::CellRow>,
+    /// The servo walls' box (scenes with `servo_walls`): the stress of each axis [Pa] (wall
+    /// forces over the cross-section, tension positive; NaN for a periodic axis) and its edges
+    /// [m].
+    pub servo: Option<[f64; 6]>,
     /// The energy budget (scenes with `energy: true`).
     pub energy: Option<Budget>,
 }
@@ -224,6 +228,9 @@ struct EngineState {
     /// The deforming cell: H, gradients, servo (scenes with a `cell`; serde default).
     #[serde(default)]
     cell: Option<crate::engines::cell::CellState>,
+    /// The servo walls' last measurement (scenes with `servo_walls`; serde default).
+    #[serde(default)]
+    servo: Option<crate::engines::servo_wall::ServoWalls>,
     /// The energy budget's cumulative terms summed over all ranks, as exact-sum limbs
     /// (`EnergyBook::sums`).
     #[serde(default)]
@@ -295,6 +302,8 @@ pub struct Simulation {
     /// Particle sources and sinks (outlets) acting at the `pre_exchange` hook of a rebuild
     /// (`engines`); `None` without any.
     pub flow: Option<crate::engines::Flow>,
+    /// Stress-controlled box walls (`engines::servo_wall`; hooks `pre_force`, `post_force`).
+    pub servo: Option<crate::engines::servo_wall::ServoWalls>,
     /// The deforming periodic cell (issue 23): its gradient moves `domain.cell` and the mean
     /// field; `None` for a static box.
     pub cell: Option<CellEngine>,
@@ -782,6 +791,7 @@ impl Simulation {
             strainer,
             strainer_wanted: scene.strainer.is_some(),
             flow: crate::engines::Flow::new(scene.flow),
+            servo: scene.servo_walls,
             energy: scene.energy.then(EnergyBook::default),
             stage_clock: Instant::now(),
             stage_cpu: 0.0,
@@ -955,6 +965,7 @@ impl Simulation {
             && self.meshes.is_empty()
             && self.flow.is_none()
             && self.cell.is_none()
+            && self.servo.is_none()
             && self.energy.is_none()
         {
             return String::new();
@@ -966,6 +977,7 @@ impl Simulation {
             mesh_ref_time: (!self.meshes.is_empty()).then(|| self.meshes.ref_time()),
             flow: self.flow.as_ref().map(|f| f.state()),
             cell: self.cell.as_ref().map(|c| c.state(&self.domain.cell)),
+            servo: self.servo.clone(),
             // collective: every rank writes the same text (`io::checkpoint`)
             energy: self.energy.as_ref().map(|b| {
                 let mut s = b.sums();
@@ -983,6 +995,7 @@ impl Simulation {
                 || self.strainer.is_some()
                 || self.flow.is_some()
                 || self.cell.is_some()
+                || self.servo.is_some()
                 || self.energy.is_some()
             {
                 return Err(Error::Input(
@@ -1054,6 +1067,20 @@ impl Simulation {
             _ => {
                 return Err(Error::Input(
                     "the checkpoint and the scene disagree about the deforming cell".into(),
+                ))
+            }
+        }
+        match (&mut self.servo, e.servo) {
+            (Some(sv), Some(s)) => {
+                // the scene's parameters, the checkpoint's last measurement
+                sv.force_n = s.force_n;
+                sv.stiffness = s.stiffness;
+                sv.stress = s.stress;
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::Input(
+                    "the checkpoint and the scene disagree about the servo walls".into(),
                 ))
             }
         }
@@ -1398,11 +1425,15 @@ impl Simulation {
         }
         let t1 = Instant::now();
         let cell_due = self.cell.as_ref().is_some_and(|c| c.wants_measure());
-        let record = self.record_forces || self.strainer.is_some() || cell_due;
+        let record =
+            self.record_forces || self.strainer.is_some() || self.servo.is_some() || cell_due;
         let out = self.slots.writer(record);
         let sl = &self.slots;
         if let Some(st) = &mut self.strainer {
             st.pre_step(self.step, self.dt, &mut self.ps);
+        }
+        if let Some(sv) = &self.servo {
+            sv.pre_force(&mut self.walls, self.dt);
         }
         let tasks = self.slots.task_ranges().len();
         if self.energy.is_some() {
@@ -1462,6 +1493,7 @@ impl Simulation {
         );
         self.slots.fold_deferred();
         self.tally_contacts();
+        self.servo_measure();
         let affine = self.cell_servo(cell_due)?;
         let t2 = Instant::now();
         let gather = self.slots.gather();
@@ -1655,6 +1687,34 @@ impl Simulation {
         };
         c.servo(m, size, max_span, dt, volume);
         Ok(Some(c.affine(&self.domain.cell, dt)))
+    }
+
+    /// The servo walls' `post_force` hook: F · n of this step's contacts on each plane wall and
+    /// their stiffness Σ k_N (the law's secant normal stiffness), exact sums over the ranks
+    /// (the same bits on any layout). Collective; nothing without servo walls.
+    fn servo_measure(&mut self) {
+        if self.servo.is_none() {
+            return;
+        }
+        let nw = self.walls.len();
+        let mut sums = vec![ExactSum::new(); 2 * nw];
+        let (ps, law) = (&self.ps, self.mix.law());
+        for k in 0..self.wall_pairs.len() {
+            let w = self.wall_pairs.j[k] as usize;
+            if !self.wall_pairs.active[k] || w >= nw {
+                continue; // apart, or a mesh facet
+            }
+            let i = self.wall_pairs.i[k] as usize;
+            let wall = &self.walls[w];
+            sums[w].add(self.slots.wall_force(k).dot(&wall.normal));
+            let u_n = wall.gap(ps.pos[i], ps.radius[i]).min(0.0);
+            sums[nw + w].add(law.stiffnesses(&self.wall_pairs.state[k].phys, u_n).1);
+        }
+        self.comm.sum_exact(&mut sums);
+        let v: Vec<f64> = sums.iter().map(|x| x.value()).collect();
+        if let Some(sv) = &mut self.servo {
+            sv.measure(&self.walls, v[..nw].to_vec(), v[nw..].to_vec());
+        }
     }
 
     /// Energy tracking: this step's terms of the contacts (the contact loops' per-pair
@@ -2016,6 +2076,10 @@ impl Simulation {
                     flips: c.flips,
                     external_work: c.external_work,
                 }
+            }),
+            servo: self.servo.as_ref().map(|sv| {
+                let ([x, y, z], e) = (sv.stress, sv.edges(&self.walls));
+                [x, y, z, e.x, e.y, e.z]
             }),
             energy: self.energy_budget(),
         }

@@ -493,6 +493,18 @@ bad!(
 );
 bad!(cell_shear_goal_rate, At::Scene, 13, "takes no shear_rate");
 bad!(
+    servo_walls_open_axis,
+    At::Scene,
+    12,
+    "axis z needs one wall of normal +z"
+);
+bad!(
+    servo_walls_moving_wall,
+    At::Scene,
+    12,
+    "the servo sets the velocity of the box's walls"
+);
+bad!(
     energy_cpm,
     At::Scene,
     8,

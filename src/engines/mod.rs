@@ -18,6 +18,7 @@ pub mod cell;
 pub mod inlet;
 pub mod outlet;
 pub mod region;
+pub mod servo_wall;
 pub mod strainer;
 
 use crate::contact::Wall;

@@ -78,18 +78,28 @@ fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>, more:
     if more.cell {
         head += CELL_COLUMNS;
     }
+    if more.servo {
+        head += SERVO_COLUMNS;
+    }
     if more.energy {
         head += ENERGY_COLUMNS;
     }
     head
 }
 
-/// The optional column groups of a scene: a deforming cell's, the energy budget's.
+/// The optional column groups of a scene: a deforming cell's, the servo walls', the energy
+/// budget's.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Extra {
     pub cell: bool,
+    pub servo: bool,
     pub energy: bool,
 }
+
+/// The servo walls' columns (`engines::servo_wall`): the stress of each axis from its walls'
+/// forces (tension positive, Pa; NaN for a periodic axis) and the box's edges (wall to wall,
+/// or the period).
+pub const SERVO_COLUMNS: &str = ",wall_sxx_Pa,wall_syy_Pa,wall_szz_Pa,box_lx_m,box_ly_m,box_lz_m";
 
 /// The energy budget's columns (scene `energy: true`; `sim::Budget`): kinetic and elastic
 /// energy, dissipation by friction, dashpots, damping and CPM's damage (with compressive
@@ -166,6 +176,11 @@ impl Series {
         }
         if let Some(c) = &s.cell {
             line += &c.columns();
+        }
+        if let Some(v) = &s.servo {
+            for x in v {
+                line += &format!(",{x:.12e}");
+            }
         }
         if let Some(e) = &s.energy {
             line += &format!(

@@ -68,6 +68,8 @@ pub struct Scene {
     pub balance: BalanceSpec,
     /// The deforming periodic cell (issue 23), if any.
     pub cell: Option<crate::engines::cell::CellEngine>,
+    /// Stress-controlled box walls, if any.
+    pub servo_walls: Option<crate::engines::servo_wall::ServoWalls>,
     /// Energy tracking (`energy: true`).
     pub energy: bool,
 }
@@ -441,6 +443,17 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         )?),
         None => None,
     };
+    let servo_walls = match &sf.servo_walls {
+        Some(sv) if cell.is_some() => {
+            let _ = sv;
+            return Err(ctx.err(
+                "servo_walls",
+                "not with a deforming cell (its stages servo the stress)",
+            ));
+        }
+        Some(sv) => Some(servo_walls(ctx, sv, &walls, &domain)?),
+        None => None,
+    };
     if sf.energy {
         check_energy(ctx, &materials, &cell)?;
     }
@@ -473,8 +486,81 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         flow,
         balance: sf.balance,
         cell,
+        servo_walls,
         energy: sf.energy,
     })
+}
+
+/// The stress-controlled walls, validated (`engines::servo_wall`): for each axis a pair of
+/// walls with normals +e_a and −e_a (the box), or a periodic axis; its walls at rest in the
+/// scene (the servo sets their velocity). A restart may change it (a triaxial test after an
+/// isotropic compression: another mask, a strain rate).
+fn servo_walls(
+    ctx: &Ctx,
+    sv: &crate::engines::servo_wall::ServoWallsSpec,
+    walls: &[Wall],
+    domain: &Domain,
+) -> Result<crate::engines::servo_wall::ServoWalls> {
+    ctx.finite3("servo_walls.goal", sv.goal)?;
+    ctx.finite3("servo_walls.strain_rate", sv.strain_rate)?;
+    if sv.stress_mask > 7 {
+        return Err(ctx.err(
+            "servo_walls.stress_mask",
+            "must be in 0..=7 (bit a: axis a)",
+        ));
+    }
+    ctx.positive("servo_walls.max_vel", sv.max_vel)?;
+    if !(0.0..1.0).contains(&sv.wall_damping) {
+        return Err(ctx.err("servo_walls.wall_damping", "must be in [0, 1)"));
+    }
+    let along = |w: &Wall, a: usize, sign: f64| (w.normal[a] * sign - 1.0).abs() < 1e-12;
+    let mut pairs = [None; 3];
+    for (a, pair) in pairs.iter_mut().enumerate() {
+        let find = |sign: f64| {
+            let mut it = walls.iter().enumerate().filter(|(_, w)| along(w, a, sign));
+            match (it.next(), it.next()) {
+                (Some((k, _)), None) => Some(k),
+                _ => None,
+            }
+        };
+        let axis = ["x", "y", "z"][a];
+        *pair = match (find(1.0), find(-1.0)) {
+            (Some(lo), Some(hi)) => Some((lo, hi)),
+            _ if domain.periodic[a] => None,
+            _ => {
+                return Err(ctx.err(
+                    "servo_walls",
+                    format!(
+                        "axis {axis} needs one wall of normal +{axis} and one of normal \
+                         −{axis} (the box), or a periodic domain"
+                    ),
+                ))
+            }
+        };
+        let Some((lo, hi)) = *pair else {
+            if sv.stress_mask & (1 << a) != 0 || sv.strain_rate[a] != 0.0 {
+                return Err(ctx.err(
+                    "servo_walls",
+                    format!("axis {axis} is periodic: it has no walls to control"),
+                ));
+            }
+            continue;
+        };
+        for w in [lo, hi] {
+            if walls[w].vel != V3::zeros() {
+                return Err(ctx.err(
+                    &format!("walls[{w}].velocity"),
+                    "the servo sets the velocity of the box's walls",
+                ));
+            }
+        }
+    }
+    let period = std::array::from_fn(|a| domain.hi[a] - domain.lo[a]);
+    Ok(crate::engines::servo_wall::ServoWalls::new(
+        sv.clone(),
+        pairs,
+        period,
+    ))
 }
 
 /// Energy tracking needs a law that splits its dissipation (the frictional laws: `Frict`,

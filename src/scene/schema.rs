@@ -90,6 +90,10 @@ pub struct SceneFile {
     /// none, a static box). docs/scene-format.md "Deforming periodic cell".
     #[serde(default)]
     pub cell: Option<CellSpec>,
+    /// Stress-controlled box walls (Yade `TriaxialStressController`; default none).
+    /// docs/scene-format.md "Servo walls".
+    #[serde(default)]
+    pub servo_walls: Option<crate::engines::servo_wall::ServoWallsSpec>,
     /// Energy budget in `series.csv` (Yade `O.trackEnergy`; default false): kinetic, elastic,
     /// dissipated by friction, dashpots and damping, work of gravity and of the boundary.
     #[serde(default, alias = "trackEnergy")]

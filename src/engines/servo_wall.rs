@@ -1,0 +1,208 @@
+//! Stress-controlled walls of a box (issue 23; Yade's `TriaxialStressController`, the box
+//! version of the periodic cell's servo): the plane walls of the stress-controlled axes move
+//! along their normals so that the stress they measure reaches a goal — isotropic
+//! compression to p₀, or a triaxial test whose lateral walls hold σ₃ while the axial pair
+//! moves at a strain rate (the axes outside the stress mask).
+//!
+//! Two hooks: `post_force` measures, on each wall, the normal force of this step's contacts
+//! F · n and the stiffness K = Σ k_N of its contacts (exact sums over the ranks); `pre_force`
+//! of the next step turns them into the wall's velocity, so the contact loop books the
+//! boundary's work with the velocity the wall then moves at (energy budget). Yade's update
+//! (`TriaxialStressController::controlExternalStress`): the displacement that would bring the
+//! force to its goal on the wall's contact stiffness, Δ = (F · n − σ_g A)/K, capped at
+//! `max_vel` Δt (a wall without contacts moves at `max_vel`), of which the fraction
+//! 1 − `wall_damping` is applied. (Yade also adds 0.8 of the previous step's move, an inertia
+//! that overshoots; left out.) The stress of an axis is the mean of its two walls' F · n over
+//! the cross-section A = the product of the other two edges (wall to wall; a periodic axis:
+//! the period). Every input is an exact global sum or the walls' positions (the same on every
+//! rank), so the walls move by the same bits on any layout; the measurements go through
+//! checkpoints.
+
+use crate::contact::Wall;
+use crate::V3;
+use serde::{Deserialize, Serialize};
+
+/// The servo's scene form (`servo_walls: ServoWalls(...)`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "ServoWalls")]
+pub struct ServoWallsSpec {
+    /// Goal stress per axis [Pa], tension positive (Yade `goal1..3`; compression < 0).
+    pub goal: [f64; 3],
+    /// Yade `stressMask`: bit a set = axis a is stress-controlled (default 7, all three); the
+    /// walls of the other axes are strain-controlled (`strain_rate`).
+    #[serde(default = "all_axes", alias = "stressMask")]
+    pub stress_mask: u8,
+    /// Strain rate ε̇ [1/s] of the axes outside the mask (Yade `TriaxialCompressionEngine`'s
+    /// `strainRate`; < 0 compresses): their walls move symmetrically at ∓½ ε̇ L, L the
+    /// current edge (default 0: at rest).
+    #[serde(default, alias = "strainRate")]
+    pub strain_rate: [f64; 3],
+    /// The largest wall speed [m/s] (Yade `max_vel`, default 1).
+    #[serde(default = "one", alias = "maxVel")]
+    pub max_vel: f64,
+    /// Fraction of the computed displacement not applied (Yade `wallDamping`, default 0.25).
+    #[serde(default = "quarter", alias = "wallDamping")]
+    pub wall_damping: f64,
+}
+
+fn all_axes() -> u8 {
+    7
+}
+fn one() -> f64 {
+    1.0
+}
+fn quarter() -> f64 {
+    0.25
+}
+
+/// The controller: its parameters, the box's walls and the last measurement (checkpointed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServoWalls {
+    pub spec: ServoWallsSpec,
+    /// For each axis, the indices of its walls (normal +e_a: the lower one; −e_a: the upper),
+    /// or none (a periodic axis).
+    pub walls: [Option<(usize, usize)>; 3],
+    /// The domain's period along each axis (used for an axis without walls).
+    pub period: [f64; 3],
+    /// Per wall of the scene: F · n of the last step's contacts [N] (< 0 in compression) and
+    /// the stiffness Σ k_N of those contacts [N/m].
+    pub force_n: Vec<f64>,
+    pub stiffness: Vec<f64>,
+    /// The stress of each axis at the last measurement [Pa] (NaN for an axis without walls).
+    pub stress: [f64; 3],
+}
+
+impl ServoWalls {
+    pub fn new(spec: ServoWallsSpec, walls: [Option<(usize, usize)>; 3], period: [f64; 3]) -> Self {
+        ServoWalls {
+            spec,
+            walls,
+            period,
+            force_n: Vec::new(),
+            stiffness: Vec::new(),
+            stress: [f64::NAN; 3],
+        }
+    }
+
+    /// The box's edge along each axis: from wall to wall, or the period.
+    pub fn edges(&self, walls: &[Wall]) -> V3 {
+        V3::from_fn(|a, _| match self.walls[a] {
+            Some((lo, hi)) => walls[hi].point[a] - walls[lo].point[a],
+            None => self.period[a],
+        })
+    }
+
+    /// The box's volume [m³].
+    pub fn volume(&self, walls: &[Wall]) -> f64 {
+        let e = self.edges(walls);
+        e.x * e.y * e.z
+    }
+
+    /// The cross-section normal to axis `a`.
+    fn area(&self, walls: &[Wall], a: usize) -> f64 {
+        let e = self.edges(walls);
+        e[(a + 1) % 3] * e[(a + 2) % 3]
+    }
+
+    /// Is axis `a` stress-controlled?
+    fn controls(&self, a: usize) -> bool {
+        self.spec.stress_mask & (1 << a) != 0 && self.walls[a].is_some()
+    }
+
+    /// `post_force`: this step's F · n and Σ k_N per wall (summed over all ranks by the
+    /// caller), and the stress of each axis.
+    pub fn measure(&mut self, walls: &[Wall], force_n: Vec<f64>, stiffness: Vec<f64>) {
+        self.force_n = force_n;
+        self.stiffness = stiffness;
+        for a in 0..3 {
+            self.stress[a] = match self.walls[a] {
+                Some((lo, hi)) => 0.5 * (self.force_n[lo] + self.force_n[hi]) / self.area(walls, a),
+                None => f64::NAN,
+            };
+        }
+    }
+
+    /// `pre_force`: the velocity of each box wall over the coming step of length `dt`: the
+    /// strain-controlled axes' from the strain rate, the stress-controlled axes' from the last
+    /// measurement (none yet: they stay at rest).
+    pub fn pre_force(&self, walls: &mut [Wall], dt: f64) {
+        let edges = self.edges(walls);
+        for a in (0..3).filter(|&a| !self.controls(a)) {
+            if let Some((lo, hi)) = self.walls[a] {
+                let v = 0.5 * self.spec.strain_rate[a] * edges[a];
+                walls[lo].vel = walls[lo].normal * -v;
+                walls[hi].vel = walls[hi].normal * -v;
+            }
+        }
+        if self.force_n.len() != walls.len() {
+            return;
+        }
+        let cap = self.spec.max_vel * dt;
+        for a in (0..3).filter(|&a| self.controls(a)) {
+            let goal = self.spec.goal[a] * self.area(walls, a);
+            let (lo, hi) = self.walls[a].expect("controlled axes have walls");
+            for w in [lo, hi] {
+                let excess = self.force_n[w] - goal; // > 0: pushed too little, move in
+                let k = self.stiffness[w];
+                let d = if k > 0.0 {
+                    (excess / k).clamp(-cap, cap)
+                } else {
+                    cap * excess.signum()
+                };
+                walls[w].vel = walls[w].normal * ((1.0 - self.spec.wall_damping) * d / dt);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wall(p: [f64; 3], n: [f64; 3]) -> Wall {
+        Wall {
+            point: V3::from(p),
+            normal: V3::from(n),
+            vel: V3::zeros(),
+            material: 0,
+        }
+    }
+
+    /// A 2 × 3 × 4 box; the z walls pushed with 60 N (σ_zz = −10 Pa on 6 m²), goal −20 Pa on
+    /// contacts of 100 N/m: each z wall moves in by (1 − 0.25) · 60/100 m over the step, the
+    /// x walls (no contacts) at 0.75 max_vel, the y axis (not in the mask) stretches at
+    /// ε̇ = 0.25/s: its walls apart at ½ ε̇ L = 0.375 m/s each.
+    #[test]
+    fn servo_moves_each_wall_by_the_damped_force_error_over_its_stiffness() {
+        let mut walls = vec![
+            wall([0.0, 0.0, 0.0], [1.0, 0.0, 0.0]),
+            wall([2.0, 0.0, 0.0], [-1.0, 0.0, 0.0]),
+            wall([0.0, 0.0, 0.0], [0.0, 1.0, 0.0]),
+            wall([0.0, 3.0, 0.0], [0.0, -1.0, 0.0]),
+            wall([0.0, 0.0, 0.0], [0.0, 0.0, 1.0]),
+            wall([0.0, 0.0, 4.0], [0.0, 0.0, -1.0]),
+        ];
+        let spec = ServoWallsSpec {
+            goal: [-20.0; 3],
+            stress_mask: 0b101,
+            strain_rate: [0.0, 0.25, 0.0],
+            max_vel: 2.0,
+            wall_damping: 0.25,
+        };
+        let pairs = [Some((0, 1)), Some((2, 3)), Some((4, 5))];
+        let mut s = ServoWalls::new(spec, pairs, [0.0; 3]);
+        assert_eq!(s.volume(&walls), 24.0);
+        let f = vec![0.0, 0.0, 0.0, 0.0, -60.0, -60.0];
+        s.measure(&walls, f, vec![0.0, 0.0, 0.0, 0.0, 100.0, 100.0]);
+        assert_eq!(s.stress, [0.0, 0.0, -10.0]);
+        let dt = 0.5;
+        s.pre_force(&mut walls, dt);
+        // z: excess = −60 + 20·6 = 60 N → 0.6 m, capped at max_vel dt = 1 m: 0.75 · 0.6 / dt
+        assert!((walls[4].vel.z - 0.9).abs() < 1e-15 && (walls[5].vel.z + 0.9).abs() < 1e-15);
+        // x: no contacts, goal −20 · 12: moves in at 0.75 max_vel
+        assert_eq!(walls[0].vel.x, 1.5);
+        assert_eq!(walls[1].vel.x, -1.5);
+        assert_eq!(walls[2].vel.y, -0.375);
+        assert_eq!(walls[3].vel.y, 0.375);
+    }
+}
