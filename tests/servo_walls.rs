@@ -95,7 +95,8 @@ fn series(dir: &std::path::Path) -> String {
 }
 
 /// Reproducible mode: the isotropic compression (4 000 steps, a checkpoint every 2 000) gives
-/// the same `series.csv` (wall stresses, edges, energy budget) on 1, 2 and 3 ranks; a restart
+/// the same `series.csv` (wall stresses, edges, energy budget) on 1, 2, 3, 4 and 8 ranks
+/// (oversubscribed) and 2 ranks × 2 threads; a restart
 /// from step 2 000 on 2 ranks continues to the same file; and the triaxial stage started from
 /// the last checkpoint with the changed servo (another scene) gives the same bits on 1 and
 /// 3 ranks.
@@ -107,17 +108,19 @@ fn servo_walls_are_rank_independent_and_restart_bitwise() {
               checkpoint: Checkpoint(every: 2000, keep: 3),\n    reproducible: true,";
     std::fs::write(t.join("iso.ron"), box_scene(ISO, 4000, ck)).unwrap();
     std::fs::write(t.join("triax.ron"), box_scene(TRIAX, 6000, ck)).unwrap();
-    let ok = |ranks: usize, args: &[&str]| {
-        let o = run(ranks, 1, args, t);
+    let ok_t = |ranks: usize, threads: usize, args: &[&str]| {
+        let o = run(ranks, threads, args, t);
         assert_eq!(o.status.code(), Some(0), "{ranks} ranks: {}", describe(&o));
     };
-    for r in [1, 2, 3] {
+    let ok = |ranks: usize, args: &[&str]| ok_t(ranks, 1, args);
+    for r in [1, 2, 3, 4, 8] {
         ok(r, &["--out", &format!("r{r}"), "iso.ron"]);
     }
+    ok_t(2, 2, &["--out", "t2", "iso.ron"]);
     let a = series(&t.join("r1"));
     assert!(a.contains("wall_sxx_Pa") && a.lines().count() == 21, "{a}");
-    for r in [2, 3] {
-        assert_eq!(a, series(&t.join(format!("r{r}"))), "{r} ranks differ");
+    for out in ["r2", "r3", "r4", "r8", "t2"] {
+        assert_eq!(a, series(&t.join(out)), "{out} differs");
     }
     ok(
         2,
