@@ -149,3 +149,43 @@ fn outlet_is_bitwise_on_any_rank_count_and_across_restart() {
     let c = std::fs::read_to_string(tmp.0.join("o1_1/series.csv")).unwrap();
     assert_eq!(c, c0, "restart: series differs");
 }
+
+/// Wall pairs are keyed (gid, wall index): deleting the particle whose gid equals a wall's
+/// index must not touch the other spheres' contacts with that wall. Sphere 1 sticks on the
+/// floor (wall 0) under a tilted gravity, its tangential spring loading; sphere 0, far from
+/// it, flies into an outlet (at 20 m/s) and is deleted at step 20. Sphere 1's spring after
+/// the deletion is the bits of a run whose outlet lies elsewhere (it was reset to zero when
+/// the deletion switched its floor contact off).
+#[test]
+fn deleting_gid_0_keeps_the_contacts_of_wall_0() {
+    let text = |outlet_x: f64| {
+        format!(
+            r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, poisson: 0.3, friction_angle: 0.8, density: 2600.0)],
+    walls: [Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "g")],
+    spheres: [Sphere(pos: (0.066, 0.05, 0.02), radius: 0.005, material: "g", vel: (20.0, 0.0, 0.0)),
+              Sphere(pos: (0.02, 0.05, 0.004995), radius: 0.005, material: "g")],
+    gravity: (2.0, 0.0, -9.81), damping: 0.5,
+    dt: PWave(0.2), run: Steps(100000),
+    domain: Domain(lo: (0.0, 0.0, -0.01), hi: (0.1, 0.1, 0.1)),
+    outlets: [Outlet(name: "o", region: HalfSpace(point: ({outlet_x}, 0.0, 0.0), normal: (1.0, 0.0, 0.0)), every: 20)],
+)"#
+        )
+    };
+    let spring = |outlet_x: f64| {
+        let t = text(outlet_x);
+        let scene = demhpc::scene::Scene::parse(&t, std::path::Path::new("t.ron")).unwrap();
+        let mut s = demhpc::Simulation::new(scene).unwrap();
+        for _ in 0..22 {
+            s.step().unwrap();
+        }
+        let w = &s.wall_pairs;
+        let k = (0..w.len()).find(|&k| w.key[k] == (1, 0) && w.active[k]);
+        (k.map(|k| w.state[k].fs), s.find(0).is_none())
+    };
+    let (deleted, gone) = spring(0.07);
+    let (kept, stays) = spring(0.09);
+    assert!(gone && !stays, "sphere 0 deleted: {gone}, {stays}");
+    assert!(kept.is_some_and(|f| f.norm() > 0.0), "{kept:?}");
+    assert_eq!(deleted, kept, "sphere 1's floor spring changed");
+}
