@@ -1729,7 +1729,8 @@ impl Simulation {
         let n = self.ps.n_owned;
         for pairs in [&self.pairs, &self.wall_pairs] {
             for k in 0..pairs.len() {
-                if (pairs.i[k] as usize) < n {
+                // (most pairs are apart: a zero entry skipped at the cost of a compare)
+                if (pairs.i[k] as usize) < n && pairs.work[k] != [0.0; 4] {
                     for (s, &w) in book.contact.iter_mut().zip(&pairs.work[k]) {
                         s.add(w);
                     }
