@@ -101,8 +101,8 @@ fn tension_curve_is_identical_on_1_and_4_ranks_and_across_a_restart() {
 /// Issue 20: the new inputs keep reproducible mode rank-independent. A TextFile specimen
 /// whose end layers are tagged (5th column) is pulled by a strainer with `Tags` supports,
 /// with gravity outside the damping (`damp_gravity: false`), Yade's public law (the batched
-/// loop; with the energy budget, issue 23, the scalar one): 1 and 2 ranks give the identical
-/// `strainer.csv` and `series.csv`.
+/// loop; with the energy budget, issue 23, the scalar one): 1, 2, 3, 4, 8 ranks and 2 ranks ×
+/// 2 threads give the identical `strainer.csv` and `series.csv`.
 #[test]
 fn tag_supports_and_undamped_gravity_are_rank_independent() {
     let tmp = TempDir::new("cpm-tags");
@@ -135,17 +135,17 @@ fn tag_supports_and_undamped_gravity_are_rank_independent() {
     reproducible: true,
 )"#;
     std::fs::write(t.join("scene.ron"), scene).unwrap();
-    demhpc(1, &["--out", "r1", "scene.ron"], t);
-    demhpc(2, &["--out", "r2", "scene.ron"], t);
-    let (a, b) = (csv(&t.join("r1")), csv(&t.join("r2")));
+    for r in [1, 2, 3, 4, 8] {
+        demhpc(r, &["--out", &format!("r{r}"), "scene.ron"], t);
+    }
+    let o = run(2, 2, &["--out", "t2", "scene.ron"], t);
+    assert_eq!(o.status.code(), Some(0), "2 x 2: {}", describe(&o));
+    let (a, e) = (csv(&t.join("r1")), series(&t.join("r1")));
     assert!(a.lines().count() > 50, "{a}");
-    assert_eq!(a, b, "strainer.csv differs between 1 and 2 ranks");
-    let e = series(&t.join("r1"));
-    assert_eq!(
-        e,
-        series(&t.join("r2")),
-        "series.csv differs between 1 and 2 ranks"
-    );
+    for out in ["r2", "r3", "r4", "r8", "t2"] {
+        assert_eq!(a, csv(&t.join(out)), "strainer.csv differs: {out}");
+        assert_eq!(e, series(&t.join(out)), "series.csv differs: {out}");
+    }
 }
 
 /// A CPM checkpoint written before the Yade-compatible defaults (format version 2, the test
