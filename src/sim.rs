@@ -1073,9 +1073,8 @@ impl Simulation {
         match (&mut self.servo, e.servo) {
             (Some(sv), Some(s)) => {
                 // the scene's parameters, the checkpoint's last measurement
-                sv.force_n = s.force_n;
-                sv.stiffness = s.stiffness;
-                sv.stress = s.stress;
+                (sv.force_n, sv.stiffness) = (s.force_n, s.stiffness);
+                (sv.measured, sv.stress) = (s.measured, s.stress);
             }
             (None, None) => {}
             _ => {
@@ -1693,27 +1692,30 @@ impl Simulation {
     /// their stiffness Σ k_N (the law's secant normal stiffness), exact sums over the ranks
     /// (the same bits on any layout). Collective; nothing without servo walls.
     fn servo_measure(&mut self) {
-        if self.servo.is_none() {
+        let Some(sv) = &self.servo else {
             return;
-        }
-        let nw = self.walls.len();
-        let mut sums = vec![ExactSum::new(); 2 * nw];
-        let (ps, law) = (&self.ps, self.mix.law());
+        };
+        // [F · n of the six box walls, their Σ k_N] (`ServoWalls::slot`): no allocation
+        let mut sums: [ExactSum; 12] = std::array::from_fn(|_| ExactSum::new());
+        let (ps, law, nw) = (&self.ps, self.mix.law(), self.walls.len());
         for k in 0..self.wall_pairs.len() {
             let w = self.wall_pairs.j[k] as usize;
-            if !self.wall_pairs.active[k] || w >= nw {
-                continue; // apart, or a mesh facet
-            }
+            // a box wall (not another wall, not a mesh facet), in contact
+            let slot = (w < nw).then(|| sv.slot(w)).flatten();
+            let Some(s) = slot.filter(|_| self.wall_pairs.active[k]) else {
+                continue;
+            };
             let i = self.wall_pairs.i[k] as usize;
             let wall = &self.walls[w];
-            sums[w].add(self.slots.wall_force(k).dot(&wall.normal));
+            sums[s].add(self.slots.wall_force(k).dot(&wall.normal));
             let u_n = wall.gap(ps.pos[i], ps.radius[i]).min(0.0);
-            sums[nw + w].add(law.stiffnesses(&self.wall_pairs.state[k].phys, u_n).1);
+            sums[6 + s].add(law.stiffnesses(&self.wall_pairs.state[k].phys, u_n).1);
         }
         self.comm.sum_exact(&mut sums);
-        let v: Vec<f64> = sums.iter().map(|x| x.value()).collect();
+        let f = std::array::from_fn(|s| sums[s].value());
+        let k = std::array::from_fn(|s| sums[6 + s].value());
         if let Some(sv) = &mut self.servo {
-            sv.measure(&self.walls, v[..nw].to_vec(), v[nw..].to_vec());
+            sv.measure(&self.walls, f, k);
         }
     }
 
@@ -2181,15 +2183,7 @@ impl Simulation {
             let (r1, r2) = (ps.radius[i], ps.radius[j]);
             let p = cpm::CpmPhys::new(&c.mats[m1], &c.mats[m2], r1, r2, h.d0);
             let l = self.pairs.branch(k, &ps.pos).norm();
-            let state = cpm::CpmState {
-                d0: h.d0,
-                omega: h.omega,
-                eps_n_pl: h.eps_n_pl,
-                eps_n: cpm::normal_strain(l, h.d0),
-                eps_t: st.fs,
-                ..Default::default()
-            };
-            return cpm::stored_energy(&p, &state);
+            return cpm::stored_energy(&p, &h.state(st.fs, cpm::normal_strain(l, h.d0)));
         }
         let u_n = (-self.pair_overlap(k).1).min(0.0);
         let r_eff = ps.radius[i] * ps.radius[j] / (ps.radius[i] + ps.radius[j]);

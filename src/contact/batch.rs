@@ -292,8 +292,8 @@ impl Lanes {
     /// Energy tracking: each lane's frictional and viscous work ([`law::contact_energy`]: the
     /// law's and the rolling resistance's; `m_roll` the range's old moment histories, empty
     /// without) and the mean field's work on the contact, F · (L l) Δt (the boundary's work
-    /// through this contact), into `work` (the range's per-pair entries); zeros for a contact
-    /// that ends.
+    /// through this contact), into `work` (the range's per-pair entries, zeroed by the caller
+    /// before the loops: a contact that ends keeps its zeros).
     #[allow(clippy::too_many_arguments)]
     fn energy<L: FrictLaw>(
         &self,
@@ -308,7 +308,6 @@ impl Lanes {
         for q in 0..m {
             let k = self.k[q] as usize;
             if self.u_n[q] > 0.0 {
-                work[k] = [0.0; 4];
                 continue;
             }
             let g = self.geometry(q);

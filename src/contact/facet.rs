@@ -224,9 +224,6 @@ impl Group<'_> {
             let h = self.hit[k];
             if !h.keep {
                 super::end_wall_contact(&mut self.act[k], &mut self.roll[k]);
-                if let Some(w) = self.work.get_mut(k) {
-                    *w = [0.0; 4];
-                }
                 if h.was {
                     out.wall(self.slots[k], V3::zeros(), V3::zeros()); // its slot held a force
                 }

@@ -222,35 +222,6 @@ impl<'a> PairsView<'a> {
     }
 }
 
-/// The pair loop of a law given per pair (CPM; monomorphised per law: the law call is
-/// inlined, no dispatch per contact).
-#[inline]
-fn pair_loop<L>(
-    pairs: &mut PairList,
-    slots: &ForceSlots,
-    out: SlotWriter,
-    ps: &Particles,
-    reach_factor: f64,
-    law: L,
-) where
-    L: Fn(
-            &mut bool,
-            &mut FrictState,
-            &mut CpmHist,
-            Branch,
-            usize,
-            usize,
-            Option<&mut PairWork>,
-        ) -> PairForce
-        + Sync,
-{
-    let v = PairsView::new(pairs);
-    // SAFETY: `for_ranges` hands out disjoint ranges.
-    for_ranges(slots, out, |r, out| unsafe {
-        v.run(r, out, ps, reach_factor, &law)
-    });
-}
-
 /// Split the pair list among the threads: each task its two ranges
 /// ([`ForceSlots::task_ranges`]). `run(range, out)` runs one range with the writer of its
 /// task ([`ForceSlots::task_plan`]); the ranges handed out are disjoint.
@@ -386,14 +357,15 @@ pub fn cpm_pairs(
         });
         return;
     }
-    pair_loop(
-        pairs,
-        slots,
-        out,
-        ps,
-        cs.link_factor.max(1.0),
-        |act, st, h, b, i, j, w| cpm_pair(act, st, h, ps, mats, dt, cs, b, i, j, w),
-    );
+    // the scalar pair loop (the law call inlined, no dispatch per contact)
+    let v = PairsView::new(pairs);
+    let reach = cs.link_factor.max(1.0);
+    // SAFETY: `for_ranges` hands out disjoint ranges.
+    for_ranges(slots, out, |r, out| unsafe {
+        v.run(r, out, ps, reach, &|act, st, h, b, i, j, w| {
+            cpm_pair(act, st, h, ps, mats, dt, cs, b, i, j, w)
+        })
+    });
 }
 
 /// One CPM pair: link/contact creation (thesis §3.2.1, §2.3.1.1), geometry (§2.3.1.2,
@@ -448,16 +420,9 @@ pub fn cpm_pair(
         CpmPhys::new(&mats[m1], &mats[m2], r1, r2, h.d0)
     };
     // energy tracking: the contact before the step (ε_N at the previous positions, x − v Δt)
-    let before = |eps_t: V3| CpmState {
-        d0: h.d0,
-        kappa: h.kappa,
-        omega: h.omega,
-        eps_n_pl: h.eps_n_pl,
-        eps_d: h.eps_d,
-        eps_t,
-        eps_n: cpm::normal_strain((l - (ps.vel[j] - ps.vel[i]) * dt).norm(), h.d0),
-        cohesive: h.cohesive,
-        ..Default::default()
+    let before = |eps_t: V3| {
+        let l_old = (l - (ps.vel[j] - ps.vel[i]) * dt).norm();
+        h.state(eps_t, cpm::normal_strain(l_old, h.d0))
     };
     if h.cohesive && d - h.d0 > cs.max_stretch {
         *active = false; // fully damaged link beyond the collider's reach
@@ -485,16 +450,7 @@ pub fn cpm_pair(
     let eps_t = geom::rotate_shear(st.fs, st.n_old, n, n.dot(&(w1 + w2)), dt);
     let v12 = geom::relative_velocity(ps.vel[i], w1, a1, ps.vel[j], w2, a2, n);
     let deps = cpm::shear_strain_increment(v12, n, dt, h.d0);
-    let mut cst = CpmState {
-        d0: h.d0,
-        kappa: h.kappa,
-        omega: h.omega,
-        eps_n_pl: h.eps_n_pl,
-        eps_d: h.eps_d,
-        eps_t,
-        cohesive: h.cohesive,
-        ..Default::default()
-    };
+    let mut cst = h.state(eps_t, 0.0); // (`cpm_step` sets ε_N)
     let o = cpm::cpm_step(&p, &mut cst, eps_n, deps, dt);
     if let Some(w) = work {
         let old = before(eps_t);
@@ -582,7 +538,8 @@ pub fn wall_pairs(
 /// One sphere–wall pair with its history `st` and rolling-moment history `m_roll` (EPSD only).
 /// Returns the force on the wall (`f`) and the torque on the sphere (`t2`). `mean`: a deforming
 /// cell's velocity gradient and origin, whose mean field L (x − o) the sphere moves with and
-/// the wall does not (`PairList::grad`).
+/// the wall does not (`PairList::grad`). `work`: energy tracking's entry of the pair (written
+/// while in contact; the caller zeroes it).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn wall_pair(
@@ -602,9 +559,6 @@ pub fn wall_pair(
     let u_n = wall.gap(ps.pos[i], r);
     if u_n > 0.0 {
         end_wall_contact(active, m_roll);
-        if let Some(w) = work {
-            *w = [0.0; 4];
-        }
         return PairForce::default();
     }
     if !*active {

@@ -69,6 +69,25 @@ pub struct CpmHist {
     pub cohesive: bool,
 }
 
+impl CpmHist {
+    /// The law's state of this contact (`law::cpm::CpmState`) with shear strain `eps_t` and
+    /// normal strain `eps_n`; the last step's stresses and flags are not part of the history.
+    #[inline(always)]
+    pub fn state(&self, eps_t: V3, eps_n: f64) -> crate::contact::law::cpm::CpmState {
+        crate::contact::law::cpm::CpmState {
+            d0: self.d0,
+            kappa: self.kappa,
+            omega: self.omega,
+            eps_n_pl: self.eps_n_pl,
+            eps_d: self.eps_d,
+            eps_t,
+            eps_n,
+            cohesive: self.cohesive,
+            ..Default::default()
+        }
+    }
+}
+
 impl ContactState {
     /// Length of [`ContactState::pack`]'s record (the checkpoints' `contacts/state` row).
     pub const N_F64: usize = 16;
@@ -193,8 +212,8 @@ pub struct PairList {
     /// H (c₂ − c₁) of each shift code (`shifts[0]` = 0).
     pub shifts: Vec<V3>,
     /// Energy tracking (scene `energy: true`): per pair, this step's dissipation and boundary
-    /// work ([`PairWork`]; sized by the caller before the contact loop; stale for pairs not in
-    /// contact).
+    /// work ([`PairWork`]; sized and zeroed by the caller before the contact loops, which
+    /// write only the pairs in contact).
     pub work: Vec<PairWork>,
     /// c₂ − c₁ of each shift code, to form `shifts` again when the cell deforms
     /// ([`Self::refresh_shifts`]).

@@ -64,10 +64,12 @@ pub struct ServoWalls {
     pub walls: [Option<(usize, usize)>; 3],
     /// The domain's period along each axis (used for an axis without walls).
     pub period: [f64; 3],
-    /// Per wall of the scene: F · n of the last step's contacts [N] (< 0 in compression) and
-    /// the stiffness Σ k_N of those contacts [N/m].
-    pub force_n: Vec<f64>,
-    pub stiffness: Vec<f64>,
+    /// Per box wall ([`Self::slot`]: x lower, x upper, y lower, …): F · n of the last step's
+    /// contacts [N] (< 0 in compression) and their stiffness Σ k_N [N/m]; `measured` once
+    /// they hold a step's values.
+    pub force_n: [f64; 6],
+    pub stiffness: [f64; 6],
+    pub measured: bool,
     /// The stress of each axis at the last measurement [Pa] (NaN for an axis without walls).
     pub stress: [f64; 3],
 }
@@ -78,8 +80,9 @@ impl ServoWalls {
             spec,
             walls,
             period,
-            force_n: Vec::new(),
-            stiffness: Vec::new(),
+            force_n: [0.0; 6],
+            stiffness: [0.0; 6],
+            measured: false,
             stress: [f64::NAN; 3],
         }
     }
@@ -92,10 +95,14 @@ impl ServoWalls {
         })
     }
 
-    /// The box's volume [m³].
-    pub fn volume(&self, walls: &[Wall]) -> f64 {
-        let e = self.edges(walls);
-        e.x * e.y * e.z
+    /// The measurement slot of scene wall `w`: 2a for the lower wall of axis a, 2a + 1 for the
+    /// upper one; `None` for a wall not of the box.
+    pub fn slot(&self, w: usize) -> Option<usize> {
+        (0..3).find_map(|a| match self.walls[a] {
+            Some((lo, _)) if lo == w => Some(2 * a),
+            Some((_, hi)) if hi == w => Some(2 * a + 1),
+            _ => None,
+        })
     }
 
     /// The cross-section normal to axis `a`.
@@ -109,14 +116,14 @@ impl ServoWalls {
         self.spec.stress_mask & (1 << a) != 0 && self.walls[a].is_some()
     }
 
-    /// `post_force`: this step's F · n and Σ k_N per wall (summed over all ranks by the
-    /// caller), and the stress of each axis.
-    pub fn measure(&mut self, walls: &[Wall], force_n: Vec<f64>, stiffness: Vec<f64>) {
-        self.force_n = force_n;
-        self.stiffness = stiffness;
+    /// `post_force`: this step's F · n and Σ k_N per box wall (by [`Self::slot`], summed over
+    /// all ranks by the caller), and the stress of each axis.
+    pub fn measure(&mut self, walls: &[Wall], force_n: [f64; 6], stiffness: [f64; 6]) {
+        (self.force_n, self.stiffness, self.measured) = (force_n, stiffness, true);
         for a in 0..3 {
+            let mean = 0.5 * (force_n[2 * a] + force_n[2 * a + 1]);
             self.stress[a] = match self.walls[a] {
-                Some((lo, hi)) => 0.5 * (self.force_n[lo] + self.force_n[hi]) / self.area(walls, a),
+                Some(_) => mean / self.area(walls, a),
                 None => f64::NAN,
             };
         }
@@ -134,16 +141,16 @@ impl ServoWalls {
                 walls[hi].vel = walls[hi].normal * -v;
             }
         }
-        if self.force_n.len() != walls.len() {
+        if !self.measured {
             return;
         }
         let cap = self.spec.max_vel * dt;
         for a in (0..3).filter(|&a| self.controls(a)) {
             let goal = self.spec.goal[a] * self.area(walls, a);
             let (lo, hi) = self.walls[a].expect("controlled axes have walls");
-            for w in [lo, hi] {
-                let excess = self.force_n[w] - goal; // > 0: pushed too little, move in
-                let k = self.stiffness[w];
+            for (w, s) in [(lo, 2 * a), (hi, 2 * a + 1)] {
+                let excess = self.force_n[s] - goal; // > 0: pushed too little, move in
+                let k = self.stiffness[s];
                 let d = if k > 0.0 {
                     (excess / k).clamp(-cap, cap)
                 } else {
@@ -191,9 +198,10 @@ mod tests {
         };
         let pairs = [Some((0, 1)), Some((2, 3)), Some((4, 5))];
         let mut s = ServoWalls::new(spec, pairs, [0.0; 3]);
-        assert_eq!(s.volume(&walls), 24.0);
-        let f = vec![0.0, 0.0, 0.0, 0.0, -60.0, -60.0];
-        s.measure(&walls, f, vec![0.0, 0.0, 0.0, 0.0, 100.0, 100.0]);
+        assert_eq!(s.edges(&walls), V3::new(2.0, 3.0, 4.0));
+        assert_eq!((s.slot(4), s.slot(3), s.slot(6)), (Some(4), Some(3), None));
+        let f = [0.0, 0.0, 0.0, 0.0, -60.0, -60.0];
+        s.measure(&walls, f, [0.0, 0.0, 0.0, 0.0, 100.0, 100.0]);
         assert_eq!(s.stress, [0.0, 0.0, -10.0]);
         let dt = 0.5;
         s.pre_force(&mut walls, dt);

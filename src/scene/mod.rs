@@ -444,12 +444,9 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         None => None,
     };
     let servo_walls = match &sf.servo_walls {
-        Some(sv) if cell.is_some() => {
-            let _ = sv;
-            return Err(ctx.err(
-                "servo_walls",
-                "not with a deforming cell (its stages servo the stress)",
-            ));
+        Some(_) if cell.is_some() => {
+            let why = "not with a deforming cell (its stages servo the stress)";
+            return Err(ctx.err("servo_walls", why));
         }
         Some(sv) => Some(servo_walls(ctx, sv, &walls, &domain)?),
         None => None,

@@ -79,8 +79,7 @@ impl FrictLaw for HertzMindlin {
         // unchanged), but at an impact's onset it stored the dashpot's share in the tiny
         // S_T, ½ F_T²/S_T of energy from nothing — the energy budget showed +6 % of the
         // kinetic energy in an oblique impact at e = 0.5 (tests/energy.rs).
-        let slip = t.ft2 > t.max_ft * t.max_ft;
-        let ratio = t.max_ft / t.ft2.sqrt();
+        let (slip, ratio) = t.limit();
         let ft = t.ft * if slip { ratio } else { 1.0 };
         let xi = select3(slip, t.xi * ratio, t.xi);
         (n * t.f_n + ft, xi)
@@ -121,9 +120,9 @@ impl FrictLaw for HertzMindlin {
             self, p, c.fs, c.n_old, n, c.u_n, c.v12, c.twist, dt, c.r_eff,
         );
         let dashpot_n = (t.g_n * t.vn - t.f_el).min(0.0) + t.f_el;
-        let ratio = match t.ft2 > t.max_ft * t.max_ft {
-            true => t.max_ft / t.ft2.sqrt(),
-            false => 1.0,
+        let ratio = match t.limit() {
+            (true, ratio) => ratio,
+            (false, _) => 1.0,
         };
         let visc_t = ratio * t.g_t * t.vt.norm_squared();
         let slip = slip_work(t.old * t.s_t, t.xi * t.s_t, c.fs_new * t.s_t, t.s_t);
@@ -199,6 +198,16 @@ impl Trial {
             ft2: ft.norm_squared(),
             max_ft: f_n.min(0.0).abs() * p.tan_phi,
         }
+    }
+
+    /// Coulomb's test: (slip, the ratio μ |F_N| / |F_T| that returns the trial to the limit),
+    /// the ratio computed either way (selects in the vector kernel).
+    #[inline(always)]
+    fn limit(&self) -> (bool, f64) {
+        (
+            self.ft2 > self.max_ft * self.max_ft,
+            self.max_ft / self.ft2.sqrt(),
+        )
     }
 }
 
