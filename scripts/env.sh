@@ -31,3 +31,13 @@ export OMPI_MCA_btl_base_warn_component_unused=0
 # Flag for scripts that call mpirun explicitly.
 export DEMHPC_MPIRUN_FLAGS="--oversubscribe"
 
+
+# NVRTC (CUDA's run-time compiler) for the GPU kernels' compile check, installed by setup.sh
+# from NVIDIA's wheel; on the library path so that the `gpu` build finds libnvrtc.so.12.
+export DEMHPC_NVRTC_VERSION="${DEMHPC_NVRTC_VERSION:-12.9.86}"
+export DEMHPC_NVRTC_DIR="${DEMHPC_NVRTC_DIR:-${HOME:-/root}/.cache/demhpc/nvrtc-$DEMHPC_NVRTC_VERSION}"
+case ":${LD_LIBRARY_PATH:-}:" in
+    *":$DEMHPC_NVRTC_DIR:"*) ;;
+    *) LD_LIBRARY_PATH="$DEMHPC_NVRTC_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ;;
+esac
+export LD_LIBRARY_PATH

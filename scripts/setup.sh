@@ -79,5 +79,24 @@ if command -v rustup >/dev/null 2>&1; then
     done
 fi
 
+# NVRTC, CUDA's run-time compiler, for the compile check of the GPU kernels
+# (tests/gpu.rs kernels_compile_to_ptx; no GPU needed): libnvrtc.so.12 from NVIDIA's wheel
+# nvidia-cuda-nvrtc-cu12, unpacked under $DEMHPC_NVRTC_DIR (scripts/env.sh puts it on the
+# library path). pip with -s: the user's own site packages play no part.
+if [ ! -e "$DEMHPC_NVRTC_DIR/libnvrtc.so.12" ]; then
+    log "installing NVRTC $DEMHPC_NVRTC_VERSION into $DEMHPC_NVRTC_DIR"
+    tmp="$(mktemp -d)"
+    if python3 -s -m pip download -q --no-deps --only-binary=:all: \
+        "nvidia-cuda-nvrtc-cu12==$DEMHPC_NVRTC_VERSION" -d "$tmp" &&
+        python3 -s -m zipfile -e "$tmp"/nvidia_cuda_nvrtc_cu12-*.whl "$tmp/x"; then
+        mkdir -p "$DEMHPC_NVRTC_DIR"
+        cp "$tmp"/x/nvidia/cuda_nvrtc/lib/libnvrtc.so.12 \
+            "$tmp"/x/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.* "$DEMHPC_NVRTC_DIR/"
+    else
+        log "warning: could not install NVRTC: the GPU kernels' compile check will fail"
+    fi
+    rm -rf "$tmp"
+fi
+
 command -v cargo >/dev/null 2>&1 || { log "cargo still not on PATH"; exit 1; }
 command -v mpirun >/dev/null 2>&1 || { log "mpirun missing after install"; exit 1; }

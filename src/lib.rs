@@ -11,6 +11,7 @@ pub mod domain;
 pub mod engines;
 pub mod error;
 pub mod forces;
+pub mod gpu;
 pub mod integrate;
 pub mod io;
 pub mod kernel;

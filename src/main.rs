@@ -40,6 +40,11 @@ struct Cli {
     /// MPI rank grid, e.g. `4x2x1` [default: chosen to minimise the subdomain surface].
     #[arg(long, value_name = "PXxPYxPZ", value_parser = parse_grid)]
     grid: Option<[usize; 3]>,
+    /// Run the step on a GPU (issue 34): `--gpu` or `--gpu N` the CUDA device N (a build
+    /// with `--features gpu`), `--gpu host` the GPU kernels compiled for the CPU (slow; checks
+    /// the GPU path without a GPU). One rank; spheres, plane walls, the frictional laws.
+    #[arg(long, value_name = "N|host", num_args = 0..=1, default_missing_value = "0", global = true)]
+    gpu: Option<demhpc::gpu::Target>,
     /// More log output (-v debug, -vv trace); RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
@@ -428,6 +433,22 @@ fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
     let started = std::time::Instant::now();
     let (mut scene, stored_dir) = load_scene(cli)?;
     scene.reproducible |= cli.reproducible;
+    if cli.gpu.is_some() {
+        demhpc::gpu::support::check_scene(&scene)?;
+        if scene.reproducible && Comm::world_rank() == 0 {
+            log::warn!(
+                "--gpu: the GPU step gives the same bits run to run, not the CPU path's \
+                 reproducible-mode bits (its force sums are in another order)"
+            );
+        }
+        if mpi {
+            return Err(Error::Input(
+                "--gpu runs on one rank (one GPU) for now: start it without mpirun, or with \
+                 mpirun -n 1"
+                    .into(),
+            ));
+        }
+    }
     let out = match (&cli.out, &cli.restart) {
         (None, Some(ck)) => restart_out(ck, &scene, stored_dir.as_deref()),
         _ => cli.out.clone(),
@@ -438,6 +459,7 @@ fn run_scene(cli: &Cli, mpi: bool) -> Result<(), Error> {
         mpi,
         grid: cli.grid,
         restart: cli.restart.clone(),
+        gpu: cli.gpu,
         started: Some(started),
     };
     let s = run(scene, &opts)?;
@@ -466,6 +488,9 @@ fn check(cli: &Cli, path: &Path) -> Result<(), Error> {
         )));
     }
     let scene = Scene::load(path)?;
+    if cli.gpu.is_some() {
+        demhpc::gpu::support::check_scene(&scene)?;
+    }
     let (name, n, steps, dt) = (scene.name.clone(), scene.summary.n, scene.steps, scene.dt);
     demhpc::sim::Simulation::new(scene)?;
     println!(

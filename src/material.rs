@@ -277,6 +277,36 @@ impl PairMix {
         }
     }
 
+    /// This pair's mixing as the GPU kernels read it (`mix_phys` of `gpu/kernels/dem.h`):
+    /// [tan φ, then the law's constants: 2E₁, 2E₂, ν₁, ν₂, 2ζ (linear); E*, G*, α (Hertz);
+    /// kn, kt (Hooke)], an absent dashpot as −1.
+    pub fn gpu_row(&self) -> [f64; 8] {
+        let mut r = [0.0; 8];
+        r[0] = self.tan_phi;
+        match self.kind {
+            MixKind::Linear {
+                two_e,
+                poisson,
+                two_zeta,
+            } => {
+                r[1..6].copy_from_slice(&[
+                    two_e[0],
+                    two_e[1],
+                    poisson[0],
+                    poisson[1],
+                    two_zeta.unwrap_or(-1.0),
+                ]);
+            }
+            MixKind::Hertz {
+                e_star,
+                g_star,
+                alpha,
+            } => r[1..4].copy_from_slice(&[e_star, g_star, alpha.unwrap_or(-1.0)]),
+            MixKind::Hooke { kn, kt } => r[1..3].copy_from_slice(&[kn, kt]),
+        }
+        r
+    }
+
     /// The pair parameters for radii `r1`, `r2` and reduced mass `m_eff` (see [`mix`]).
     #[inline]
     pub fn phys(&self, r1: f64, r2: f64, m_eff: f64) -> FrictPhys {

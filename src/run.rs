@@ -26,6 +26,9 @@ pub struct RunOptions {
     pub grid: Option<[usize; 3]>,
     /// Continue from this checkpoint (the scene must be the one stored in it, or compatible).
     pub restart: Option<PathBuf>,
+    /// Run the step on this device (`--gpu`, issue 34): the GPU step (`crate::gpu`) steps
+    /// the particles, the CPU `Simulation` writes the outputs from its copies.
+    pub gpu: Option<crate::gpu::Target>,
     /// When the set-up began (before the scene was read; `None`: when [`run`] is entered), for
     /// the whole set-up's time in `timing.json` (`setup_total_s`).
     pub started: Option<Instant>,
@@ -240,6 +243,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let ck = scene.checkpoint.clone();
     let ck_dir = join_under(&out_dir, "checkpoint.dir", &ck.dir)?;
     check_out_dir(&out_dir)?;
+    // the GPU first (driver, NVRTC, the kernels compiled): a machine without one stops here
+    let mut device = opts.gpu.map(crate::gpu::open).transpose()?;
     let end = opts.steps.unwrap_or(scene.steps);
     let output = scene.output.clone();
     let strain_every = scene.strainer.as_ref().map_or(0, |s| s.every);
@@ -344,12 +349,25 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let mut last_progress = Instant::now();
     let mut stopped = None;
     let every = output.series_every;
+    let mut gpu: Option<crate::gpu::GpuStep> = None;
+    // the step whose GPU state the CPU copy holds (snapshots and checkpoints read it)
+    let mut synced = sim.step;
     let series_due = |step: u64| every > 0 && (step.is_multiple_of(every) || step == end);
     let result = (|| -> Result<()> {
         // the first neighbour build is set-up, timed apart (a failure in it is reported like
         // one in a step: it is a rebuild)
         if sim.step < end {
-            let t = sim.prepare()?;
+            let t = match device.take() {
+                None => sim.prepare()?,
+                Some(dev) => {
+                    // the device builds its own lists: the CPU path's first build is skipped
+                    let t = Instant::now();
+                    let g = crate::gpu::GpuStep::new(&sim, dev)?;
+                    info!("GPU step on {}", g.device_name());
+                    gpu = Some(g);
+                    t.elapsed().as_secs_f64()
+                }
+            };
             setup_s = sim.comm.max_f64(t);
             start = Instant::now();
         }
@@ -371,14 +389,28 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             sim.checkpoint_requested = root
                 && ck.wall_seconds > 0.0
                 && last_ckpt_time.elapsed().as_secs_f64() >= ck.wall_seconds;
-            sim.step()?;
+            match gpu.as_mut() {
+                None => sim.step()?,
+                Some(g) => {
+                    g.advance(sim.record_forces)?;
+                    (sim.step, sim.time) = (g.step, g.time);
+                    // one rank: the requests are the agreement
+                    sim.stop_agreed = sim.stop_requested;
+                    sim.checkpoint_agreed = sim.checkpoint_requested;
+                }
+            }
             let t0 = Instant::now();
             if let Some(f) = &fault {
                 f.apply(sim.step, sim.comm.rank());
             }
             if series_due(sim.step) {
-                sim.check()?;
-                let st = sim.stats();
+                let st = match gpu.as_mut() {
+                    None => {
+                        sim.check()?;
+                        sim.stats()
+                    }
+                    Some(g) => g.stats()?,
+                };
                 let row = match series.as_mut() {
                     Some(s) => s.row(sim.step, sim.time, sim.dt, &st),
                     None => Ok(()),
@@ -387,6 +419,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             }
             if output.snapshot_every > 0 && sim.step % output.snapshot_every == 0 && sim.step != end
             {
+                sync_gpu(&mut gpu, &mut sim, &mut synced)?;
                 snaps.write(&sim)?;
             }
             let finished = sim.finished();
@@ -402,6 +435,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             let at_end = ck.at_end && (sim.step == end || finished);
             if periodic || at_end || sim.checkpoint_agreed || sim.stop_agreed {
                 sim.comm.agree(flush(&mut series, &mut strain_csv))?;
+                sync_gpu(&mut gpu, &mut sim, &mut synced)?;
                 let t_write = Instant::now();
                 let p = save(&sim)?;
                 io.writes += 1;
@@ -456,6 +490,12 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             s.flush().ok();
         }
         let all_here = matches!(e, Error::Runtime(_) | Error::Peer { .. });
+        if all_here && gpu.is_some() {
+            // the state the device reached, for the failure snapshot (best effort)
+            if let Err(w) = sync_gpu(&mut gpu, &mut sim, &mut synced) {
+                error!("reading the GPU's state back failed too: {w}");
+            }
+        }
         if all_here {
             match snaps.write(&sim) {
                 Ok(Some(p)) => error!("state at step {} written to {}", sim.step, p.display()),
@@ -477,7 +517,23 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     }
     let t0 = Instant::now();
     if stopped.is_none() {
+        sync_gpu(&mut gpu, &mut sim, &mut synced)?;
         snaps.write(&sim)?;
+    }
+    if let Some(g) = &gpu {
+        // the GPU step's phases in the CPU path's table: rebuilds, steps (contacts and
+        // integration in one kernel), reading back
+        sim.timers.collide = g.timers.rebuild;
+        sim.timers.contact = g.timers.step;
+        sim.timers.output += g.timers.output;
+        sim.n_rebuilds = g.n_rebuilds;
+        if g.lost_contacts > 0 && root {
+            warn!(
+                "GPU: {} contact histories were dropped at rebuilds (pairs more than the skin \
+                 apart at a rebuild)",
+                g.lost_contacts
+            );
+        }
     }
     sim.comm.agree(flush(&mut series, &mut strain_csv))?;
     sim.timers.output += t0.elapsed();
@@ -571,6 +627,22 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     }
     sim.comm.agree(timing)?;
     Ok(summary)
+}
+
+/// The GPU step's state into the CPU `sim` (for a snapshot or checkpoint), once per step.
+fn sync_gpu(
+    gpu: &mut Option<crate::gpu::GpuStep>,
+    sim: &mut Simulation,
+    synced: &mut u64,
+) -> Result<()> {
+    match gpu {
+        Some(g) if *synced != g.step => {
+            g.sync_host(sim)?;
+            *synced = g.step;
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Test hook: `DEMHPC_FAULT_FSIZE=STEP:BYTES[:RANK]` makes the file system refuse, from the

@@ -460,7 +460,12 @@ fn radix_sort(v: &mut [(u64, u32)], scratch: &mut [(u64, u32)], bits: u32) {
 
 /// [`Stats::unbalanced`] from Σ|F| over the `n_free` free particles and Σ|F_c| over the
 /// `n_contacts` contacts.
-fn unbalanced_force(f_free: f64, n_free: usize, f_contacts: f64, n_contacts: usize) -> f64 {
+pub(crate) fn unbalanced_force(
+    f_free: f64,
+    n_free: usize,
+    f_contacts: f64,
+    n_contacts: usize,
+) -> f64 {
     let mean_free = if n_free > 0 {
         f_free / n_free as f64
     } else {
