@@ -16,10 +16,9 @@
 # CUDA_LIB (a directory holding libnvrtc, added to the library path).
 #
 # Output: OUT/gpu.csv (case, code, cores, particles, steps, wall_s, psps) and OUT/gpu.md with
-# the ratios GPU / CPU cores and GPU / LAMMPS, the GPU named. psps of the GPU runs: particles ×
-# steps / the step loop's time (timing.json phases collide + contact: rebuilds and steps; the
-# set-up and the final read-back for the snapshot are apart); the CPU runs: timing.json's
-# wall_s and LAMMPS' "Loop time".
+# the ratios GPU / CPU cores and GPU / LAMMPS, the GPU named. psps = particles × steps / the
+# step loop's time: demhpc's wall_s less its output phase (GPU and CPU alike; the set-up is
+# apart), LAMMPS' "Loop time".
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd)"
@@ -73,13 +72,14 @@ scene_for() {
     echo "$f"
 }
 
-# "wall_s particles" of a demhpc run's timing.json: the step loop (GPU: its phases)
+# "seconds particles" of a demhpc run's timing.json: the step loop, its outputs apart (the
+# series rows, the final snapshot: for 1M particles a snapshot is seconds, the GPU's read-back
+# included), on the GPU and on the CPU cores alike
 timing() {
     "$PY" -s -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-t = d["wall_s"] if sys.argv[2] == "cpu" else d["phases_s"]["collide"] + d["phases_s"]["contact"]
-print(t, d["particles"])' "$1/timing.json" "$2"
+print(d["wall_s"] - d["phases_s"]["output"], d["particles"])' "$1/timing.json"
 }
 
 row() { # case code cores particles steps wall_s
@@ -94,14 +94,14 @@ for case in $CASES; do
     rm -rf "$out"
     run "$DEMHPC" --gpu 0 --steps "$GPU_STEPS" --out "$out" "$scene" > "$out.log" 2>&1 ||
         { tail -30 "$out.log" >&2; exit 1; }
-    read -r t n <<< "$(timing "$out" gpu)"
+    read -r t n <<< "$(timing "$out")"
     row "$case" demhpc_gpu 1 "$n" "$GPU_STEPS" "$t"
     out="$OUT/runs/${case}_cpu"
     rm -rf "$out"
     run mpirun -n "$CORES" --map-by core --bind-to core "$DEMHPC" -q --threads 1 \
         --steps "$CPU_STEPS" --out "$out" "$scene" > "$out.log" 2>&1 ||
         { tail -30 "$out.log" >&2; exit 1; }
-    read -r t n <<< "$(timing "$out" cpu)"
+    read -r t n <<< "$(timing "$out")"
     row "$case" demhpc_cpu "$CORES" "$n" "$CPU_STEPS" "$t"
     if [ "$case" = chute ] && command -v "$LMP" > /dev/null; then
         log="$OUT/runs/chute_lammps.log"

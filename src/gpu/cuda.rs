@@ -15,20 +15,32 @@ use std::sync::Arc;
 unsafe impl cudarc::driver::DeviceRepr for DemParams {}
 
 /// The kernel source as NVRTC compiles it: the header inlined in place of its `#include`.
+/// `DEMHPC_GPU_KERNELS=DIR` reads `DIR/dem.h` and `DIR/step.cu` instead of the built-in copy
+/// (trying a kernel variant on a GPU machine without rebuilding demhpc).
 pub fn kernel_source() -> String {
-    let header = include_str!("kernels/dem.h");
-    let body = include_str!("kernels/step.cu");
-    body.replace("#include \"dem.h\"", header)
+    let from = |name: &str, builtin: &str| match std::env::var_os("DEMHPC_GPU_KERNELS") {
+        Some(d) => std::fs::read_to_string(std::path::Path::new(&d).join(name))
+            .unwrap_or_else(|_| builtin.to_string()),
+        None => builtin.to_string(),
+    };
+    let header = from("dem.h", include_str!("kernels/dem.h"));
+    let body = from("step.cu", include_str!("kernels/step.cu"));
+    body.replace("#include \"dem.h\"", &header)
 }
 
-/// NVRTC's options for compute capability `cc` (e.g. (9, 0)).
+/// NVRTC's options for compute capability `cc` (e.g. (9, 0)); `DEMHPC_GPU_NVRTC` adds options
+/// (space-separated, e.g. `-DDEM_STEP_MIN_BLOCKS=4`).
 pub fn nvrtc_options(cc: (i32, i32)) -> Vec<String> {
-    vec![
+    let mut o = vec![
         format!("--gpu-architecture=compute_{}{}", cc.0, cc.1),
         "--fmad=false".into(),
         "--std=c++17".into(),
         "-default-device".into(),
-    ]
+    ];
+    if let Ok(extra) = std::env::var("DEMHPC_GPU_NVRTC") {
+        o.extend(extra.split_whitespace().map(String::from));
+    }
+    o
 }
 
 /// Compile the kernels to PTX for compute capability `cc` (no GPU needed: NVRTC alone).
@@ -95,6 +107,10 @@ impl CudaDevice {
             .map_err(cuda_err("compute capability"))?;
         let name = ctx.name().map_err(cuda_err("device name"))?;
         let ptx = compile_ptx(cc)?;
+        if let Some(path) = std::env::var_os("DEMHPC_GPU_PTX") {
+            // for `ptxas -v` (registers, spills) on a machine with the CUDA toolkit
+            std::fs::write(&path, ptx.to_src()).ok();
+        }
         let module = ctx
             .load_module(ptx)
             .map_err(cuda_err("loading the kernels"))?;

@@ -9,7 +9,7 @@ extern "C" void dem_host_layout(uint64_t* out) {
     out[2] = offsetof(DemParams, dt);
     out[3] = offsetof(DemParams, shift);
     out[4] = offsetof(DemParams, n);
-    out[5] = offsetof(DemParams, pad);
+    out[5] = offsetof(DemParams, store_phys);
     out[6] = offsetof(DemParams, walls);
     out[7] = sizeof(DemWall);
     out[8] = sizeof(D4);

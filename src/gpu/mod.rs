@@ -173,6 +173,7 @@ impl GpuStep {
         p.halo2 = sim.halo().powi(2);
         p.n_mat = sim.materials.len() as u32;
         p.stats_chunk = STATS_CHUNK;
+        p.store_phys = std::env::var("DEMHPC_GPU_STORE_PHYS").is_ok_and(|v| v == "1") as u32;
         p.scan_chunk = SCAN_CHUNK;
         g.set_domain(sim)?;
         g.set_walls();
@@ -382,7 +383,8 @@ impl GpuStep {
         }
         self.p.nbr_out = self.alloc(4 * slots)?;
         self.p.meta_out = self.alloc(slots)?;
-        self.p.hist_out = self.alloc(48 * slots)?;
+        let comps = if self.p.store_phys != 0 { 10 } else { 6 };
+        self.p.hist_out = self.alloc(8 * comps * slots)?;
         self.cap[1] = cap;
         Ok(())
     }
@@ -479,7 +481,10 @@ impl GpuStep {
                 .iter()
                 .flat_map(|c| {
                     let (f, no) = (c.1.fs, c.1.n_old);
-                    [f.x, f.y, f.z, no.x, no.y, no.z, 0.0, 0.0, 0.0, 0.0]
+                    let ph = c.1.phys;
+                    [
+                        f.x, f.y, f.z, no.x, no.y, no.z, ph.kn, ph.ks, ph.tan_phi, ph.cn,
+                    ]
                 })
                 .collect();
             let pa = dev.alloc(8 * a.len().max(1))?;

@@ -129,7 +129,9 @@ pub struct DemParams {
     pub stats_chunk: u32,
     pub n_keys: u32,
     pub n_wkeys: u32,
-    pub pad: u32,
+    /// Contacts keep their pair constants in their history (10 numbers, not 6) instead of
+    /// mixing them every step (`DEMHPC_GPU_STORE_PHYS=1`).
+    pub store_phys: u32,
     pub walls: [DemWall; MAX_WALLS],
 }
 
@@ -212,7 +214,7 @@ mod tests {
             offset_of!(DemParams, dt),
             offset_of!(DemParams, shift),
             offset_of!(DemParams, n),
-            offset_of!(DemParams, pad),
+            offset_of!(DemParams, store_phys),
             offset_of!(DemParams, walls),
             size_of::<DemWall>(),
             32,

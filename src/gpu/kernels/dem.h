@@ -103,7 +103,8 @@ struct DemParams {
     uint8_t* meta_out;
     uint32_t* nn_in;
     uint32_t* nn_out;
-    double* hist_in;  // [6][cap][n]: shear history (3), normal of the last step (3)
+    double* hist_in;  // [6 or 10][cap][n]: shear history (3), normal of the last step (3),
+                      // with store_phys the pair constants kn, ks, tan phi, cn
     double* hist_out;
     // wall contacts, [W][n]
     uint8_t* wact_in;
@@ -163,9 +164,28 @@ struct DemParams {
     uint32_t stats_chunk;
     uint32_t n_keys;
     uint32_t n_wkeys;
-    uint32_t pad;
+    uint32_t store_phys;  // histories hold the pair constants too (10 numbers, else 6)
     DemWall walls[DEM_MAX_WALLS];
 };
+
+// A read through the read-only data cache, for what a kernel reads and never writes (the
+// neighbours' state in k_step): two 16-byte loads of a 32-byte record.
+#ifdef DEM_GPU
+DEM_FN D4 ldg4(const D4* a) {
+    const double2* q = reinterpret_cast<const double2*>(a);
+    double2 u = __ldg(q), v = __ldg(q + 1);
+    D4 r;
+    r.x = u.x;
+    r.y = u.y;
+    r.z = v.x;
+    r.w = v.y;
+    return r;
+}
+DEM_FN uint32_t ldg32(const uint32_t* a) { return __ldg(a); }
+#else
+DEM_FN D4 ldg4(const D4* a) { return *a; }
+DEM_FN uint32_t ldg32(const uint32_t* a) { return *a; }
+#endif
 
 // ---------------------------------------------------------------------------------------
 // Atomics: the host build runs one thread index at a time.

@@ -7,20 +7,33 @@
 #include "dem.h"
 
 #ifdef DEM_GPU
-#define DEM_KERNEL(name)                                                                   \
+#define DEM_KERNEL_ATTR(name, attr)                                                        \
     __device__ __forceinline__ void name##_body(const DemParams& p, uint32_t tid);         \
-    extern "C" __global__ void name(const __grid_constant__ DemParams p, uint32_t count) { \
+    extern "C" __global__ attr void name(const __grid_constant__ DemParams p,              \
+                                         uint32_t count) {                                 \
         uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;                              \
         if (tid < count) name##_body(p, tid);                                              \
     }                                                                                      \
     __device__ __forceinline__ void name##_body(const DemParams& p, uint32_t tid)
 #else
-#define DEM_KERNEL(name)                                                   \
+#define DEM_KERNEL_ATTR(name, attr)                                        \
     static void name##_body(const DemParams& p, uint32_t tid);             \
     extern "C" void dem_host_##name(const DemParams* p, uint32_t count) {  \
         for (uint32_t tid = 0; tid < count; ++tid) name##_body(*p, tid);   \
     }                                                                      \
     static void name##_body(const DemParams& p, uint32_t tid)
+#endif
+#define DEM_KERNEL(name) DEM_KERNEL_ATTR(name, )
+
+// The step kernel's launch bounds (NVRTC -DDEM_STEP_MIN_BLOCKS=k: at least k blocks of
+// DEM_STEP_THREADS per multiprocessor, which caps its registers); none by default.
+#if defined(DEM_GPU) && defined(DEM_STEP_MIN_BLOCKS)
+#ifndef DEM_STEP_THREADS
+#define DEM_STEP_THREADS 128
+#endif
+#define DEM_STEP_BOUNDS __launch_bounds__(DEM_STEP_THREADS, DEM_STEP_MIN_BLOCKS)
+#else
+#define DEM_STEP_BOUNDS
 #endif
 
 DEM_FN void fail(const DemParams& p, uint32_t bit, uint32_t i) {
@@ -210,6 +223,7 @@ DEM_KERNEL(k_carry) {
     uint32_t i = tid, o = p.order[i];
     uint32_t n_old = p.nn_in[o], n_new = p.nn_out[i];
     size_t old_stride = (size_t)p.cap_in * p.n, new_stride = (size_t)p.cap_out * p.n;
+    int comps = p.store_phys ? 10 : 6;
     for (uint32_t k = 0; k < n_old; ++k) {
         size_t so = (size_t)k * p.n + o;
         if (!(p.meta_in[so] & DEM_ACTIVE)) continue;
@@ -219,7 +233,8 @@ DEM_KERNEL(k_carry) {
             size_t sn = (size_t)m * p.n + i;
             if (p.nbr_out[sn] != nj) continue;
             p.meta_out[sn] |= (uint8_t)DEM_ACTIVE;
-            for (int c = 0; c < 6; ++c) p.hist_out[c * new_stride + sn] = p.hist_in[c * old_stride + so];
+            for (int c = 0; c < comps; ++c)
+                p.hist_out[c * new_stride + sn] = p.hist_in[c * old_stride + so];
             found = true;
             break;
         }
@@ -233,7 +248,7 @@ DEM_KERNEL(k_carry) {
 // and written to _out, so no thread sees another's update; each pair is computed by both of
 // its particles, in the orientation of the CPU path (particle 1 = lower gid), so the two
 // copies of its history stay identical and the forces are exactly opposite.
-DEM_KERNEL(k_step) {
+DEM_KERNEL_ATTR(k_step, DEM_STEP_BOUNDS) {
     uint32_t i = tid, n = p.n;
     D4 x4 = p.pos_in[i], v4 = p.vel_in[i], w4 = p.ang_in[i];
     V3 xi = xyz(x4), vi = xyz(v4), wi = xyz(w4);
@@ -285,11 +300,25 @@ DEM_KERNEL(k_step) {
     V3 fp = zero3(), tp = zero3();
     uint32_t nn = p.nn_in[i];
     size_t hs = (size_t)p.cap_in * n;
+    // the next candidate's index, metadata and position are loaded while this one is
+    // computed (the loop is latency-bound: two dependent loads per candidate)
+    uint32_t j_next = 0, meta_next = 0;
+    D4 y_next = x4;
+    if (nn > 0) {
+        j_next = ldg32(&p.nbr_in[i]);
+        meta_next = p.meta_in[i];
+        y_next = ldg4(&p.pos_in[j_next]);
+    }
     for (uint32_t k = 0; k < nn; ++k) {
         size_t s = (size_t)k * n + i;
-        uint32_t j = p.nbr_in[s];
-        uint32_t meta = p.meta_in[s];
-        D4 y4 = p.pos_in[j];
+        uint32_t j = j_next;
+        uint32_t meta = meta_next;
+        D4 y4 = y_next;
+        if (k + 1 < nn) {
+            j_next = ldg32(&p.nbr_in[s + n]);
+            meta_next = p.meta_in[s + n];
+            y_next = ldg4(&p.pos_in[j_next]);
+        }
         uint32_t code = meta >> DEM_CODE_SHIFT;
         V3 l = sub(xyz(y4), xi);
         if (code != DEM_CENTRE) l = add(l, v3(p.shift[code][0], p.shift[code][1], p.shift[code][2]));
@@ -299,8 +328,8 @@ DEM_KERNEL(k_step) {
         bool act = (meta & DEM_ACTIVE) != 0;
         if (!act && !(d2 < reach * reach)) continue;
         bool first = (meta & DEM_P1) != 0;
-        D4 vj4 = p.vel_in[j], wj4 = p.ang_in[j];
-        uint32_t matj = p.info_in[j] & 0xffffu;
+        D4 vj4 = ldg4(&p.vel_in[j]), wj4 = ldg4(&p.ang_in[j]);
+        uint32_t matj = ldg32(&p.info_in[j]) & 0xffffu;
         // particle 1 and 2 as the CPU path orders them
         V3 lc = first ? l : neg(l);
         double r1 = first ? ri : rj, r2 = first ? rj : ri;
@@ -318,7 +347,23 @@ DEM_KERNEL(k_step) {
         double u_n = d - (r1 + r2);
         V3 v12 = relative_velocity(v1, w1, r1, v2, w2, r2, nrm);
         double twist = dot(nrm, add(w1, w2));
-        Phys ph = mix_phys(p, mat1, mat2, r1, r2, m1 * m2 / (m1 + m2));
+        // the pair constants: mixed at the contact's start (batch.rs start_contact), kept in
+        // the history with store_phys, else mixed again (the same bits)
+        Phys ph;
+        if (p.store_phys && act) {
+            ph.kn = p.hist_in[6 * hs + s];
+            ph.ks = p.hist_in[7 * hs + s];
+            ph.tan_phi = p.hist_in[8 * hs + s];
+            ph.cn = p.hist_in[9 * hs + s];
+        } else {
+            ph = mix_phys(p, mat1, mat2, r1, r2, m1 * m2 / (m1 + m2));
+            if (p.store_phys) {
+                p.hist_in[6 * hs + s] = ph.kn;
+                p.hist_in[7 * hs + s] = ph.ks;
+                p.hist_in[8 * hs + s] = ph.tan_phi;
+                p.hist_in[9 * hs + s] = ph.cn;
+            }
+        }
         double r_eff = r1 * r2 / (r1 + r2);
         LawOut o = law_step(p, ph, hist, n_old, nrm, u_n, v12, twist, r_eff);
         if (u_n > 0.0) {
@@ -534,7 +579,7 @@ DEM_KERNEL(k_import) {
         if (at == p.n_keys) continue;
         const double* st = p.xstate + 10 * (size_t)at;
         p.meta_in[s] |= (uint8_t)DEM_ACTIVE;
-        for (int c = 0; c < 6; ++c) p.hist_in[c * hs + s] = st[c];
+        for (int c = 0; c < (p.store_phys ? 10 : 6); ++c) p.hist_in[c * hs + s] = st[c];
     }
     for (uint32_t w = 0; w < p.n_walls; ++w) {
         uint32_t at = find_key(p.xwkey_a, p.xwkey_b, p.n_wkeys, gi, w);
