@@ -745,13 +745,8 @@ fn strain_row(sim: &Simulation) -> String {
 fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
     let info = checkpoint::read_info(path)?;
     let reproducible = scene.reproducible || info.reproducible;
-    let limits = checkpoint::Limits {
-        // the initial gids, then each inlet's range (`engines::inlet::GID_STRIDE`)
-        max_gid: scene.summary.n + scene.n_inlets() * crate::engines::inlet::GID_STRIDE,
-        n_materials: scene.materials.len(),
-        n_walls: scene.walls.len(),
-        n_facets: scene.meshes.iter().map(|m| m.body.len()).sum(),
-    };
+    let limits =
+        checkpoint::Limits::of(&scene, &info.engines).map_err(|e| checkpoint::damaged(path, e))?;
     let mut sim =
         Simulation::new_restart(scene, opts.mpi, opts.grid, (info.bbox_lo, info.bbox_hi))?;
     if sim.dt.to_bits() != info.dt.to_bits() {
@@ -763,7 +758,8 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
         )));
     }
     // Damage is found before any of it is used: checksums (each rank verifies a share of
-    // every dataset), then every row a rank keeps, then the checks across ranks.
+    // every dataset), the engines' counters against the particle count, then every row a
+    // rank keeps, then the checks across ranks.
     if !checkpoint::verify(path, &info, &sim.comm)? && sim.comm.is_root() {
         warn!(
             "{}: format version {} has no checksums: damage to it cannot be detected",
@@ -771,6 +767,7 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
             info.format_version
         );
     }
+    checkpoint::check_counts(path, &info, &limits)?;
     // a deforming cell at its shape of the last rebuild: its reference positions are cut
     // through that cell's frame
     sim.prepare_cell_restart(&info.engines);

@@ -237,6 +237,19 @@ struct EngineState {
     energy: Option<Vec<Vec<i64>>>,
 }
 
+/// The inlets' and outlets' counters in a checkpoint's engine text (`FlowState::counters`):
+/// `None` for a text without flow engines (empty, or a scene without them); `Err` when the
+/// text does not parse.
+pub fn flow_counters(
+    engines: &str,
+) -> std::result::Result<Option<crate::engines::FlowCounters>, String> {
+    if engines.is_empty() {
+        return Ok(None);
+    }
+    let e: EngineState = ron::from_str(engines).map_err(|e| e.to_string())?;
+    Ok(e.flow.map(|f| f.counters()))
+}
+
 #[derive(Clone)]
 pub struct Simulation {
     pub name: String,
