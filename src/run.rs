@@ -195,6 +195,152 @@ pub fn check_out_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The lock file of an output directory (`OUT/.demhpc.lock`): `pid host` of the run holding it.
+pub const LOCK_FILE: &str = ".demhpc.lock";
+
+/// The output directory's lock, held for the run ([`lock_out_dir`]): rank 0 holds an advisory
+/// lock (`flock`) on `OUT/.demhpc.lock`, which the kernel releases when the file is closed or
+/// the process ends, however it ends. Until [`OutLock::keep`] (the run created its outputs),
+/// dropping it removes the lock file and the directories it created, so that a run refused in
+/// its set-up leaves nothing behind.
+pub struct OutLock {
+    file: Option<std::fs::File>,
+    path: PathBuf,
+    /// Directories created for the lock, innermost first.
+    created: Vec<PathBuf>,
+    kept: bool,
+}
+
+impl OutLock {
+    /// The run's outputs exist: the lock file stays after the run.
+    pub fn keep(&mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for OutLock {
+    fn drop(&mut self) {
+        let Some(f) = self.file.take() else {
+            return;
+        };
+        if !self.kept {
+            // removed while still locked: a run waiting on this file finds it unlinked and
+            // takes a fresh one (`lock_out_dir`'s inode check)
+            std::fs::remove_file(&self.path).ok();
+            for d in &self.created {
+                std::fs::remove_dir(d).ok();
+            }
+        }
+        drop(f);
+    }
+}
+
+/// Rank 0's attempt at the lock: `Ok(None)` where the file system cannot lock (warned: a
+/// concurrent run is then not detected), `Err(holder)` with the holder's `pid host` when
+/// another process holds it.
+fn take_lock(dir: &Path) -> std::io::Result<std::result::Result<OutLock, String>> {
+    use std::io::{Read, Seek, Write};
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::io::AsRawFd;
+    let created: Vec<PathBuf> = (dir.ancestors())
+        .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(LOCK_FILE);
+    loop {
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
+        // SAFETY: flock on a descriptor this function owns; no memory is passed.
+        let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(e);
+            }
+            let mut holder = String::new();
+            f.read_to_string(&mut holder).ok();
+            return Ok(Err(holder));
+        }
+        // the file may have been unlinked by its last holder between our open and our lock:
+        // then the lock is on a file nobody else will see; take the one at the path
+        let same = std::fs::metadata(&path)
+            .and_then(|m| {
+                f.metadata()
+                    .map(|g| m.ino() == g.ino() && m.dev() == g.dev())
+            })
+            .unwrap_or(false);
+        if !same {
+            continue;
+        }
+        let host = host_name();
+        f.set_len(0)?;
+        f.rewind()?;
+        f.write_all(format!("{} {host}\n", std::process::id()).as_bytes())?;
+        f.flush()?;
+        return Ok(Ok(OutLock {
+            file: Some(f),
+            path,
+            created,
+            kept: false,
+        }));
+    }
+}
+
+/// This machine's host name (`gethostname`), or `?`.
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer it is given.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match r {
+        0 => String::from_utf8_lossy(&buf[..n]).into_owned(),
+        _ => "?".into(),
+    }
+}
+
+/// Lock the output directory for this run (collective over the world, before the set-up):
+/// two runs writing into one directory — a Slurm requeue started while the old job still
+/// writes, the same command started twice — truncated each other's `series.csv` and deleted
+/// each other's files. Rank 0 takes an advisory lock on `OUT/.demhpc.lock` (`flock`, held
+/// until the run ends; the file says `pid host`); when another process holds it every rank
+/// stops with `OUT is in use by process P on host H` (exit 1) before touching anything. A file
+/// system without locks (some NFS or Lustre mounts) is warned about and the run goes on.
+pub fn lock_out_dir(dir: &Path) -> Result<Option<OutLock>> {
+    use crate::domain::comm::Comm;
+    let rank = Comm::world_rank();
+    let mut lock = None;
+    let mut failed = None;
+    if rank == 0 {
+        match take_lock(dir) {
+            Ok(Ok(l)) => lock = Some(l),
+            Ok(Err(holder)) => {
+                let mut w = holder.split_whitespace();
+                let (pid, host) = (w.next().unwrap_or("?"), w.next().unwrap_or("?"));
+                failed = Some(Error::Runtime(format!(
+                    "{} is in use by process {pid} on host {host} (it holds {}): another run \
+                     writes there; wait for it to end, or give this run another --out",
+                    dir.display(),
+                    dir.join(LOCK_FILE).display()
+                )));
+            }
+            Err(e) => warn!(
+                "cannot lock the output directory {} ({e}): a second run started into it \
+                 would not be detected",
+                dir.display()
+            ),
+        }
+    }
+    if Comm::world_any(failed.is_some()) {
+        return Err(failed.unwrap_or(Error::Peer { rank, step: 0 }));
+    }
+    Ok(lock)
+}
+
 /// The output directory a restart from `checkpoint` continues in when no `--out` is given: the
 /// one holding it, `OUT` for `OUT/<ck_dir>/ckpt_*.h5` with `ck_dir` one of the scene's
 /// `checkpoint.dir`s given (the stored scene's, which wrote it, and the one now used), so that
@@ -240,6 +386,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let ck = scene.checkpoint.clone();
     let ck_dir = join_under(&out_dir, "checkpoint.dir", &ck.dir)?;
     check_out_dir(&out_dir)?;
+    // held until this function returns: no other run writes into `out_dir` meanwhile
+    let mut lock = lock_out_dir(&out_dir)?;
     let end = opts.steps.unwrap_or(scene.steps);
     let output = scene.output.clone();
     let strain_every = scene.strainer.as_ref().map_or(0, |s| s.every);
@@ -275,6 +423,9 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         false => Ok(()),
     };
     sim.comm.agree(made)?;
+    if let Some(l) = lock.as_mut() {
+        l.keep();
+    }
     let series_path = out_dir.join("series.csv");
     let n_walls = sim.walls.len();
     let n_meshes = sim.meshes.meshes.len();
