@@ -10,6 +10,7 @@ use crate::signals;
 use crate::sim::Simulation;
 use crate::V3;
 use log::{error, info, warn};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -1038,21 +1039,17 @@ struct Comm {
 }
 
 /// `{"particles": {"min": …, "avg": …, "max": …}, "contacts": …, "ghosts": …, "cost": …}`.
-fn load_json(c: &Comm) -> String {
+fn load_json(c: &Comm) -> serde_json::Value {
     let names = ["particles", "contacts", "ghosts", "cost"];
-    let items: Vec<String> = names
-        .iter()
-        .zip(&c.load)
-        .map(|(n, [mn, sum, mx])| {
-            format!(
-                "\"{n}\": {{\"min\": {mn}, \"avg\": {:.3}, \"max\": {mx}}}",
-                *sum as f64 / c.ranks as f64
-            )
-        })
-        .collect();
-    format!("{{{}}}", items.join(", "))
+    let items = names.iter().zip(&c.load).map(|(n, [mn, sum, mx])| {
+        let avg = *sum as f64 / c.ranks as f64;
+        (n.to_string(), json!({"min": mn, "avg": avg, "max": mx}))
+    });
+    serde_json::Value::Object(items.collect())
 }
 
+/// `timing.json`, written with serde_json: valid JSON whatever the scene name holds (a quote
+/// in it made the hand-formatted text invalid, issue 32).
 fn write_timing(
     dir: &Path,
     sim: &Simulation,
@@ -1061,58 +1058,49 @@ fn write_timing(
     c: &Comm,
     n: u64,
 ) -> Result<()> {
-    let ph: Vec<String> = phases
-        .iter()
-        .map(|p| format!("\"{}\": {:.6}", p.name, p.avg))
-        .collect();
-    let table: Vec<String> = phases
-        .iter()
-        .map(|p| {
-            format!(
-                "    \"{}\": {{\"min\": {:.6}, \"avg\": {:.6}, \"max\": {:.6}, \"imbalance_pct\": {:.3}}}",
-                p.name,
-                p.min,
-                p.avg,
-                p.max,
-                p.imbalance_pct()
-            )
-        })
-        .collect();
-    let d = sim.dec.dims;
+    let per_phase = |f: &dyn Fn(&PhaseStats) -> serde_json::Value| {
+        serde_json::Value::Object(phases.iter().map(|p| (p.name.to_string(), f(p))).collect())
+    };
     let io = &s.io;
-    let ck = format!(
-        "{{\"writes\": {}, \"write_s\": {:.6}, \"write_bytes\": {}, \"read_s\": {:.6}, \"read_bytes\": {}}}",
-        io.writes, io.write_s, io.write_bytes, io.read_s, io.read_bytes
-    );
-    let json = format!(
-        "{{\n  \"scene\": \"{}\",\n  \"ranks\": {},\n  \"grid\": [{}, {}, {}],\n  \"threads\": {},\n  \"reproducible\": {},\n  \"particles\": {},\n  \"steps\": {},\n  \"wall_s\": {:.6},\n  \"setup_s\": {:.6},\n  \"setup_total_s\": {:.6},\n  \"setup_cpu_s\": {:.6},\n  \"setup_rss_mb\": {{\"min\": {:.3}, \"max\": {:.3}}},\n  \"particle_steps_per_s\": {:.6e},\n  \"rebuilds\": {},\n  \"ghost_fraction\": {:.6},\n  \"bytes_sent_per_step_per_rank\": {:.1},\n  \"messages_per_step_per_rank\": {:.2},\n  \"load_per_rank\": {},\n  \"cut_moves\": {},\n  \"checkpoint\": {},\n  \"phases_s\": {{{}}},\n  \"phases\": {{\n{}\n  }}\n}}\n",
-        sim.name,
-        c.ranks,
-        d[0],
-        d[1],
-        d[2],
-        rayon::current_num_threads(),
-        sim.reproducible,
-        n,
-        s.steps_done,
-        s.wall_s,
-        s.setup_s,
-        s.setup_total_s,
-        s.setup_cpu_s,
-        s.setup_rss_mb[0],
-        s.setup_rss_mb[1],
-        s.particle_steps_per_s,
-        sim.n_rebuilds,
-        c.ghost_fraction,
-        c.bytes_per_step_per_rank,
-        c.messages_per_step_per_rank,
-        load_json(c),
-        c.balances,
-        ck,
-        ph.join(", "),
-        table.join(",\n")
-    );
-    crate::io::write_atomic(&dir.join("timing.json"), json.as_bytes())
+    let t = json!({
+        "scene": sim.name,
+        "ranks": c.ranks,
+        "grid": sim.dec.dims,
+        "threads": rayon::current_num_threads(),
+        "reproducible": sim.reproducible,
+        "particles": n,
+        "steps": s.steps_done,
+        "wall_s": s.wall_s,
+        "setup_s": s.setup_s,
+        "setup_total_s": s.setup_total_s,
+        "setup_cpu_s": s.setup_cpu_s,
+        "setup_rss_mb": {"min": s.setup_rss_mb[0], "max": s.setup_rss_mb[1]},
+        "particle_steps_per_s": s.particle_steps_per_s,
+        "rebuilds": sim.n_rebuilds,
+        "ghost_fraction": c.ghost_fraction,
+        "bytes_sent_per_step_per_rank": c.bytes_per_step_per_rank,
+        "messages_per_step_per_rank": c.messages_per_step_per_rank,
+        "load_per_rank": load_json(c),
+        "cut_moves": c.balances,
+        "checkpoint": {
+            "writes": io.writes,
+            "write_s": io.write_s,
+            "write_bytes": io.write_bytes,
+            "read_s": io.read_s,
+            "read_bytes": io.read_bytes,
+        },
+        "phases_s": per_phase(&|p| json!(p.avg)),
+        "phases": per_phase(&|p| json!({
+            "min": p.min,
+            "avg": p.avg,
+            "max": p.max,
+            "imbalance_pct": p.imbalance_pct(),
+        })),
+    });
+    let mut text =
+        serde_json::to_string_pretty(&t).map_err(|e| Error::io(dir.join("timing.json"), e))?;
+    text.push('\n');
+    crate::io::write_atomic(&dir.join("timing.json"), text.as_bytes())
 }
 
 #[cfg(test)]

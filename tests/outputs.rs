@@ -633,3 +633,35 @@ fn unbalanced_is_finite_without_contact_forces() {
         }
     }
 }
+
+/// Run `scene` (written as `scene.ron`) on one process with info logging into `out`; returns
+/// (temp dir, output dir, stderr).
+fn run_logged(test: &str, scene: &str) -> (TempDir, PathBuf, String) {
+    let tmp = TempDir::new(test);
+    std::fs::write(tmp.0.join("scene.ron"), scene).unwrap();
+    let out = tmp.0.join("out");
+    let o = Command::new(BIN)
+        .args(["--threads", "1", "--out"])
+        .arg(&out)
+        .arg("scene.ron")
+        .current_dir(&tmp.0)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run demhpc");
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    (tmp, out, err)
+}
+
+/// Issue 32, defect 5: `timing.json` is JSON whatever the scene name holds (a quote, a
+/// a brace): it parses, and gives the name back.
+#[test]
+fn timing_json_is_json_with_a_quote_in_the_scene_name() {
+    let scene = SCENE.replace("name: \"two_spheres_out\"", r#"name: "say \"hi\" {x}""#);
+    let (_tmp, out, _) = run_logged("timing_quote", &scene);
+    let text = std::fs::read_to_string(out.join("timing.json")).unwrap();
+    let t: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("timing.json is not JSON ({e}):\n{text}"));
+    assert_eq!(t["scene"].as_str(), Some(r#"say "hi" {x}"#), "{t}");
+    assert_eq!(t["steps"].as_u64(), Some(STEPS), "{t}");
+}
