@@ -42,6 +42,9 @@ pub struct RunSummary {
     /// Wall-clock time of the step loop (from the first step to the final snapshot): the
     /// set-up is apart (`setup_s`), as in LAMMPS' "Loop time".
     pub wall_s: f64,
+    /// Σ over the steps of the particles each step advanced (the count changes with inlets
+    /// and outlets), and that over `wall_s`.
+    pub particle_steps: u64,
     pub particle_steps_per_s: f64,
     /// Building the neighbour structures before the first step ([`Simulation::prepare`]).
     pub setup_s: f64,
@@ -495,6 +498,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let first = sim.step;
     let mut last_progress = Instant::now();
     let mut stopped = None;
+    // particles present at each step, summed (inlets and outlets change the count)
+    let mut particle_steps: u64 = 0;
     let every = output.series_every;
     let series_due = |step: u64| every > 0 && (step.is_multiple_of(every) || step == end);
     let result = (|| -> Result<()> {
@@ -524,6 +529,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 && ck.wall_seconds > 0.0
                 && last_ckpt_time.elapsed().as_secs_f64() >= ck.wall_seconds;
             sim.step()?;
+            particle_steps += sim.n_present();
             let t0 = Instant::now();
             if let Some(f) = &fault {
                 f.apply(sim.step, sim.comm.rank());
@@ -583,14 +589,16 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 last_progress = Instant::now();
                 let el = start.elapsed().as_secs_f64();
                 let done = sim.step - first;
-                let rate = done as f64 * n as f64 / el;
+                let rate = particle_steps as f64 / el;
                 let eta = (end - sim.step) as f64 * el / done as f64;
                 info!(
-                    "step {}/{} ({:.1} %)  t = {:.6e} s  {:.3e} particle-steps/s  ETA {}",
+                    "step {}/{} ({:.1} %)  t = {:.6e} s  {} particles  {:.3e} particle-steps/s  \
+                     ETA {}",
                     sim.step,
                     end,
                     100.0 * sim.step as f64 / end as f64,
                     sim.time,
+                    sim.n_present(),
                     rate,
                     fmt_secs(eta)
                 );
@@ -635,12 +643,15 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     sim.timers.output += t0.elapsed();
     let wall_s = sim.comm.max_f64(start.elapsed().as_secs_f64());
     let done = sim.step - first;
-    let psps = done as f64 * n as f64 / wall_s.max(1e-12);
+    let psps = particle_steps as f64 / wall_s.max(1e-12);
+    // the particles at the end (inlets and outlets change the count during the run)
+    let n = sim.n_global();
     let summary = RunSummary {
         out_dir: out_dir.clone(),
         steps_done: done,
         last_step: sim.step,
         wall_s,
+        particle_steps,
         particle_steps_per_s: psps,
         setup_s,
         setup_total_s,
@@ -681,8 +692,11 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             timing = write_timing(&out_dir, &sim, &summary, &phases, &comm, n);
         }
         info!(
-            "done: {} steps of {} particles in {:.3} s (+ {:.3} s set-up): {:.3e} particle-steps/s ({:.3e} per core, {} core(s)), {} rebuilds",
-            done, n, wall_s, setup_s, psps, psps / cores as f64, cores, sim.n_rebuilds
+            "done: {done} steps, {particle_steps} particle-steps ({n} particles at the end) in \
+             {wall_s:.3} s (+ {setup_s:.3} s set-up): {psps:.3e} particle-steps/s ({:.3e} per \
+             core, {cores} core(s)), {} rebuilds",
+            psps / cores as f64,
+            sim.n_rebuilds
         );
         info!(
             "rank 0: {pairs} candidate pairs, {wall_pairs} wall pairs, {} ghosts at the end; all ranks: ghosts / particles = {:.3}, {:.0} bytes in {:.1} messages sent per step per rank",
@@ -1070,6 +1084,7 @@ fn write_timing(
         "reproducible": sim.reproducible,
         "particles": n,
         "steps": s.steps_done,
+        "particle_steps": s.particle_steps,
         "wall_s": s.wall_s,
         "setup_s": s.setup_s,
         "setup_total_s": s.setup_total_s,

@@ -1116,6 +1116,17 @@ impl Simulation {
         self.comm.sum_u64(self.ps.n_owned as u64)
     }
 
+    /// The particles present now, over all ranks, without a reduction: the count every
+    /// rebuild checks (and the flow engines' `pre_exchange` re-takes after creating or
+    /// deleting particles), the same on every rank. Before the first rebuild (and after a
+    /// restore) it is summed (collective then, on every rank alike).
+    pub fn n_present(&self) -> u64 {
+        match self.conserved {
+            Some((n, _)) => n,
+            None => self.n_global(),
+        }
+    }
+
     /// Blow-up checks of this rank at a rebuild: NaN, leaving the domain, or a jump of more
     /// than the halo since the last rebuild (ghosts could not have followed it).
     fn local_failure(&self) -> Option<String> {
