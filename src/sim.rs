@@ -1713,7 +1713,8 @@ impl Simulation {
     }
 
     /// The servo walls' `post_force` hook: F · n of this step's contacts on each plane wall and
-    /// their stiffness Σ k_N (the law's secant normal stiffness), exact sums over the ranks
+    /// their stiffness to a move within one step, Σ (dF_N/dδ + c_N/Δt) (the law's
+    /// `normal_response`: tangent spring and dashpot), exact sums over the ranks
     /// (the same bits on any layout). Collective; nothing without servo walls.
     fn servo_measure(&mut self) {
         let Some(sv) = &self.servo else {
@@ -1733,7 +1734,8 @@ impl Simulation {
             let wall = &self.walls[w];
             sums[s].add(self.slots.wall_force(k).dot(&wall.normal));
             let u_n = wall.gap(ps.pos[i], ps.radius[i]).min(0.0);
-            sums[6 + s].add(law.stiffnesses(&self.wall_pairs.state[k].phys, u_n).1);
+            let phys = &self.wall_pairs.state[k].phys;
+            sums[6 + s].add(law.normal_response(phys, u_n, self.dt));
         }
         self.comm.sum_exact(&mut sums);
         let f = std::array::from_fn(|s| sums[s].value());
