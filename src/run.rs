@@ -393,6 +393,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     // held until this function returns: no other run writes into `out_dir` meanwhile
     let mut lock = lock_out_dir(&out_dir)?;
     let end = opts.steps.unwrap_or(scene.steps);
+    // the scene's own run length (`run`), not a segment of it chosen with --steps
+    let scene_end = end == scene.steps;
     let output = scene.output.clone();
     let strain_every = scene.strainer.as_ref().map_or(0, |s| s.every);
     // The scene's path made absolute: a restart resolves the scene's data files relative to
@@ -635,6 +637,28 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         }
         return Err(e);
     }
+    // A cell stage still running when the run reached its last step: its goals were not met
+    // (issue 32: an unreachable goal used to run to the step limit without a word).
+    let unfinished = match (&sim.cell, stopped.is_none() && sim.step >= end) {
+        (Some(c), true) => c
+            .current()
+            .map(|st| (st.name.clone(), c.stage, c.stages.len())),
+        _ => None,
+    };
+    if let (Some((name, k, m)), Some(c), true) = (&unfinished, &sim.cell, root) {
+        // the scene's run length should hold every stage (the run ends after the last): a
+        // warning; a segment chosen with --steps (a job of a chain) ends where it was asked to
+        let (k, goals) = (k + 1, c.goals_report());
+        match scene_end {
+            true => warn!(
+                "cell: the run ended at its last step ({end}) in stage `{name}` ({k} of {m}), \
+                 which had not reached its goals: {goals} (a longer run, or a reachable goal)"
+            ),
+            false => info!(
+                "cell: --steps {end} ended the run in stage `{name}` ({k} of {m}): {goals}"
+            ),
+        }
+    }
     let t0 = Instant::now();
     if stopped.is_none() {
         snaps.write(&sim)?;
@@ -720,6 +744,18 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 f(1),
                 f(3),
                 sim.n_balances
+            );
+        }
+        if let Some((name, k, m)) = &unfinished {
+            info!(
+                "cell: unfinished stage `{name}` ({} of {m}) at the end of the run",
+                k + 1
+            );
+        }
+        if let Some(c) = sim.cell.as_ref().filter(|c| !c.missed.is_empty()) {
+            info!(
+                "cell: stages that ended by their steps without their goals: `{}`",
+                c.missed.join("`, `")
             );
         }
         info!("phase        min s      avg s      max s   %total  imbalance");

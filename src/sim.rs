@@ -1646,7 +1646,25 @@ impl Simulation {
             let root = self.comm.is_root();
             if let Some(c) = &mut self.cell {
                 let name = c.current().map(|s| s.name.clone()).unwrap_or_default();
-                if c.check_done(unb) && root {
+                // a stage ending by its `steps` without its goals is said (issue 32): the
+                // goals as they stand before the stage ends
+                let limit = c.current().and_then(|s| s.steps);
+                let by_steps = limit.is_some_and(|n| c.iter >= n) && !c.all_ok;
+                let report = by_steps.then(|| c.goals_report());
+                let done = c.check_done(unb);
+                if done && by_steps {
+                    if root {
+                        log::warn!(
+                            "cell: stage `{name}` ended after its {} steps without reaching its \
+                             goals, at step {}: {}",
+                            limit.unwrap_or(0),
+                            self.step,
+                            report.unwrap_or_default()
+                        );
+                    }
+                    c.missed.push(name.clone());
+                }
+                if done && root {
                     let wall = self.stage_clock.elapsed().as_secs_f64();
                     let cpu = crate::run::cpu_seconds() - self.stage_cpu;
                     log::info!(
