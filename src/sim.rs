@@ -544,8 +544,9 @@ impl Simulation {
 
     fn build(scene: Scene, mpi: Option<usize>, grid: Option<[usize; 3]>) -> Result<Self> {
         // Open axes are cut over the bounding box of the initial centres (wrapped into the
-        // cell), found by the scene's streaming walk without creating the spheres.
-        let bbox = (scene.summary.lo, scene.summary.hi);
+        // cell), found by the scene's streaming walk without creating the spheres, and of the
+        // inlets' regions and the meshes (`Scene::decomposition_box`).
+        let bbox = scene.decomposition_box();
         let mut sim = Self::build_with_bbox(scene, mpi, grid, bbox, true)?;
         sim.balance_start()?;
         Ok(sim)

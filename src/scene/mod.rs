@@ -764,6 +764,35 @@ impl Scene {
             |e: &&crate::engines::FlowEngine| matches!(e, crate::engines::FlowEngine::Inlet(_));
         self.flow.iter().filter(inlet).count() as u64
     }
+
+    /// The box whose open axes the ranks cut into subdomains (`Simulation::new`): the initial
+    /// centres' box (wrapped into the cell), grown to hold every inlet's region and the box
+    /// each mesh sweeps during the run, clipped to the domain — where particles will be.
+    /// With the initial centres alone, a scene whose spheres come from an inlet (one sphere
+    /// in a corner) had a box of zero width, and every 3-rank grid was refused as thinner
+    /// than the halo (issue 32).
+    pub fn decomposition_box(&self) -> (V3, V3) {
+        let (mut lo, mut hi) = (self.summary.lo, self.summary.hi);
+        let t_end = self.steps as f64 * self.dt;
+        let inlets = self.flow.iter().filter_map(|e| match e {
+            crate::engines::FlowEngine::Inlet(i) => Some((i.lo, i.hi)),
+            _ => None,
+        });
+        let meshes = self.meshes.iter().map(|m| meshes::swept_box(m, t_end));
+        for (a, b) in inlets.chain(meshes) {
+            lo = lo.inf(&a);
+            hi = hi.sup(&b);
+        }
+        let d = &self.domain;
+        for a in 0..3 {
+            // (nothing placed at all leaves the empty box +∞..−∞)
+            if lo[a] <= hi[a] {
+                lo[a] = lo[a].clamp(d.lo[a], d.hi[a]);
+                hi[a] = hi[a].clamp(d.lo[a], d.hi[a]);
+            }
+        }
+        (lo, hi)
+    }
 }
 
 /// Most spheres of its smallest size an inlet's box may hold (volume ratio).
