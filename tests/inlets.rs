@@ -269,6 +269,25 @@ fn unmet_rate_warns_once_and_the_series_shows_the_achieved_rate() {
         let warns = err.matches("the rate cannot be met").count();
         assert_eq!(warns, 1, "{r} ranks: {warns} warnings:\n{err}");
         assert!(err.contains("inlet `jam`: no room for a sphere after 200 attempts"));
+        // issue 32, defect 9: the time with 4 significant digits (`2.890e-3 s`, not
+        // `2.8900000000000014e-3 s`)
+        let t = err
+            .split("attempts at t = ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        let digits = t
+            .split('e')
+            .next()
+            .unwrap()
+            .chars()
+            .filter(char::is_ascii_digit);
+        assert!(
+            digits.skip_while(|&c| c == '0').count() <= 4,
+            "t = {t} s: {err}"
+        );
         let series = std::fs::read_to_string(dir.join("series.csv")).unwrap();
         let (t, c, m) = (
             col(&series, "time_s"),

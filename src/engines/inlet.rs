@@ -349,7 +349,7 @@ impl Inlet {
             self.warned = true;
             if comm.is_root() {
                 log::warn!(
-                    "inlet `{}`: no room for a sphere after {} attempts at t = {time:e} s: the \
+                    "inlet `{}`: no room for a sphere after {} attempts at t = {time:.3e} s: the \
                      rate cannot be met (the achieved count and mass are in series.csv)",
                     self.name,
                     self.attempts
