@@ -237,6 +237,17 @@ struct EngineState {
     energy: Option<Vec<Vec<i64>>>,
 }
 
+/// [`Simulation::setup_poll`] on the flag alone (usable while fields are borrowed).
+fn setup_stop(in_setup: bool) -> Result<()> {
+    match crate::signals::requested().filter(|_| in_setup) {
+        Some(sig) => Err(Error::Stopped {
+            sig,
+            what: "the first neighbour build".into(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The inlets' and outlets' counters in a checkpoint's engine text (`FlowState::counters`):
 /// `None` for a text without flow engines (empty, or a scene without them); `Err` when the
 /// text does not parse.
@@ -347,6 +358,9 @@ pub struct Simulation {
     sort_scratch: collide::OrderScratch,
     scratch: PermuteScratch,
     need_rebuild: bool,
+    /// Inside the set-up's neighbour build (`prepare`, a restart's `restore`): a stop signal
+    /// ends it between its stages ([`Self::setup_poll`]).
+    in_setup: bool,
     /// The next step's integrator returns the box of the displacements (see `advance`).
     want_box: bool,
     halo: f64,
@@ -559,6 +573,7 @@ impl Simulation {
         if !self.balance.enabled || self.dec.n_ranks() < 2 {
             return Ok(());
         }
+        crate::signals::SetupWatch::new("the start-up balancing", None).tick(0)?;
         self.particle_costs();
         let mut hist = std::mem::take(&mut self.hist);
         let pos = &self.ps.pos[..self.ps.n_owned];
@@ -825,6 +840,7 @@ impl Simulation {
             sort_scratch: Default::default(),
             scratch: PermuteScratch::default(),
             need_rebuild: true,
+            in_setup: false,
             want_box: false,
             halo,
             balance: scene.balance,
@@ -903,7 +919,10 @@ impl Simulation {
         if cell_state.is_some() {
             self.domain.wrap_owned(&mut self.ps);
         }
-        self.rebuild_structure(true);
+        self.in_setup = true;
+        let built = self.rebuild_structure(true);
+        self.in_setup = false;
+        built?;
         self.meshes.set_time(r.time);
         if let (Some(c), Some(st)) = (&mut self.cell, &cell_state) {
             c.restore(st, &mut self.domain.cell);
@@ -1165,19 +1184,38 @@ impl Simulation {
     /// the same order, the same bits. The pair list's second generation of buffers is sized
     /// too ([`crate::contact::store::PairList::warm`]), so that no rebuild of the loop
     /// allocates. Its time goes to no phase; returns it in seconds.
+    /// A stop signal during it ends the set-up (`Error::Stopped`, between the build's stages,
+    /// and once it is done): a huge scene's first build takes long, and a stop used to wait
+    /// for it, then run the first step and checkpoint it (issue 32).
     pub fn prepare(&mut self) -> Result<f64> {
         let t = Instant::now();
+        self.in_setup = true;
+        let built = self.prepare_build();
+        self.in_setup = false;
+        built?;
+        Ok(t.elapsed().as_secs_f64())
+    }
+
+    fn prepare_build(&mut self) -> Result<()> {
         if self.need_rebuild {
             let timers = self.timers.clone();
             self.rebuild()?;
             self.pairs.warm();
             self.timers = timers;
         }
-        Ok(t.elapsed().as_secs_f64())
+        self.setup_poll()
+    }
+
+    /// In the set-up's neighbour build ([`Self::prepare`], a restart's rebuild): a stop signal
+    /// ends it now (`Error::Stopped`; each rank that has the signal stops, `mpirun` forwards it
+    /// to all). Outside the set-up nothing: a stop there is agreed by the step's reduction.
+    fn setup_poll(&self) -> Result<()> {
+        setup_stop(self.in_setup)
     }
 
     /// Migrate, wrap, re-sort by grid cell, rebuild ghosts, candidate pairs and slots.
     fn rebuild(&mut self) -> Result<()> {
+        self.setup_poll()?;
         let stored = self.flow_contact_energies();
         self.ps.truncate_ghosts();
         let failure = self.local_failure();
@@ -1203,8 +1241,7 @@ impl Simulation {
         )?;
         self.timers.comm += tc.elapsed();
         self.check_conservation()?;
-        self.rebuild_structure(false);
-        Ok(())
+        self.rebuild_structure(false)
     }
 
     /// The `pre_exchange` hook (`engines`): flow engines due at this step create and delete
@@ -1294,19 +1331,24 @@ impl Simulation {
     /// The rebuild after migration: re-sort, ghosts, candidate pairs merged with the contact
     /// histories, force slots, Verlet reference positions. `restoring`: the histories are
     /// those of a checkpoint, newer than the positions (every candidate looks for one).
-    fn rebuild_structure(&mut self, restoring: bool) {
+    /// In the set-up ([`Self::prepare`], a restart) a stop signal ends it between its stages
+    /// (`Error::Stopped`); nothing else fails here.
+    fn rebuild_structure(&mut self, restoring: bool) -> Result<()> {
         // Frictional contacts found apart are deleted by the law: only candidates that may
         // touch look for a history (PairList::merge). CPM links act apart.
         let near_only = !restoring && self.cpm.is_none();
         self.sort_owned();
+        self.setup_poll()?;
         let cell = &self.domain.cell;
         let tc = Instant::now();
         self.halo_ex
             .build_ghosts(&self.comm, &self.dec, &mut self.ps, &self.domain, self.halo);
         self.timers.comm += tc.elapsed();
+        self.setup_poll()?;
         let ps = &self.ps;
         let reach = self.skin + self.reach_extra;
         let cands = collide::sphere_candidate_chunks(ps, reach, cell, &mut self.grid);
+        setup_stop(self.in_setup)?;
         self.halo_ex.self_origins(&self.dec, ps, &mut self.origin);
         collide::drop_image_twins(cands, ps.n_owned, &self.origin);
         // Debug builds check that no contact touching an owned particle was dropped.
@@ -1322,6 +1364,7 @@ impl Simulation {
         let lost = self
             .pairs
             .merge_chunks(cands, near_only, check, |k| is_owned(k.0) || is_owned(k.1));
+        setup_stop(self.in_setup)?;
         // Reproducible mode, and more threads than the per-task accumulators serve: the
         // canonical accumulation, on the canonical pair order (`forces`).
         let canonical =
@@ -1335,6 +1378,7 @@ impl Simulation {
                 &mut self.canon,
             );
         }
+        setup_stop(self.in_setup)?;
         self.pairs.set_shifts(&ps.image, &ps.radius, cell);
         self.pairs.fold_images(ps.n_owned, &self.origin);
         debug_assert_eq!(lost, 0, "a real contact was not a candidate");
@@ -1360,6 +1404,7 @@ impl Simulation {
         }
         self.need_rebuild = false;
         self.n_rebuilds += 1;
+        Ok(())
     }
 
     /// Particle count and total mass are what they were at the first rebuild (collective).

@@ -2170,13 +2170,16 @@ pub fn check_overlaps(scene: &Scene, ps: &Particles, comm: &Comm) -> Result<()> 
     let mut grid = crate::collide::CellGrid::default();
     let mut cands = Vec::new();
     let cell = crate::cell::Cell::boxed(V3::zeros(), V3::repeat(1.0));
+    let mut watch = crate::signals::SetupWatch::new("the overlap check", None);
+    watch.tick(0)?;
     crate::collide::sphere_candidates(ps, 0.0, &cell, &mut grid, &mut cands);
     let warn = scene.interaction_radius.is_none();
     let mut deep = 0u64;
     let mut first = (u64::MAX, u64::MAX);
     // (overlap / smaller radius, pair) of the deepest overlap over the warning's threshold
     let mut worst = (0.0f64, (u64::MAX, u64::MAX));
-    for c in &cands {
+    for (k, c) in cands.iter().enumerate() {
+        watch.tick(k as u64)?;
         // particle 1 (`c.i`) has the lower gid; a ghost there is another rank's to judge
         let (i, j) = (c.i as usize, c.j as usize);
         if i >= ps.n_owned {
