@@ -124,8 +124,9 @@ fn main() {
         }
     };
     let (rank, size) = (mpi.rank(), mpi.size());
-    if rank != 0 && std::env::var_os("RUST_LOG").is_none() {
-        // Progress and summaries come from rank 0; the others report warnings and errors.
+    if rank != 0 && std::env::var_os("RUST_LOG").is_none() && cli.verbose == 0 {
+        // Progress and summaries come from rank 0; the others report warnings and errors
+        // (with -v, -vv their own debug and trace lines too: each names its rank).
         log::set_max_level(log::LevelFilter::Warn);
     }
     let result = real_main(&cli, size > 1);

@@ -654,9 +654,9 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 "cell: the run ended at its last step ({end}) in stage `{name}` ({k} of {m}), \
                  which had not reached its goals: {goals} (a longer run, or a reachable goal)"
             ),
-            false => info!(
-                "cell: --steps {end} ended the run in stage `{name}` ({k} of {m}): {goals}"
-            ),
+            false => {
+                info!("cell: --steps {end} ended the run in stage `{name}` ({k} of {m}): {goals}")
+            }
         }
     }
     let t0 = Instant::now();
@@ -988,13 +988,24 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
         near: &|lo, hi, m| cell.deformed || dec.may_reach(lo, hi, m),
         reach: sim.halo() * 1.01,
     };
+    let t_read = Instant::now();
     let restored = checkpoint::read_local(path, &info, &limits, &want);
     // A rank that cannot read its part must not leave the others waiting in `restore`.
     let restored = sim.comm.agree(restored)?;
+    log::debug!(
+        "rank {}: read its part of {} in {:.3} s: {} particles, {} contacts, {} wall contacts",
+        sim.comm.rank(),
+        path.display(),
+        t_read.elapsed().as_secs_f64(),
+        restored.particles.n_owned,
+        restored.contacts.len(),
+        restored.wall_contacts.len()
+    );
     checkpoint::check_global(path, &info, &restored, &sim.comm)?;
     // before `restore`: the force assembly of the rebuild there depends on the mode
     sim.reproducible = reproducible;
     sim.restore(restored)?;
+    sim.log_subdomain();
     if sim.comm.is_root() {
         info!(
             "restarted from {} at step {} (t = {:.6e} s): {} particles, {} contacts; written by {} rank(s), now {}",

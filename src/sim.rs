@@ -361,6 +361,8 @@ pub struct Simulation {
     /// Inside the set-up's neighbour build (`prepare`, a restart's `restore`): a stop signal
     /// ends it between its stages ([`Self::setup_poll`]).
     in_setup: bool,
+    /// Why the next rebuild happens (`-v`: the debug log of each rebuild).
+    rebuild_why: String,
     /// The next step's integrator returns the box of the displacements (see `advance`).
     want_box: bool,
     halo: f64,
@@ -563,6 +565,7 @@ impl Simulation {
         let bbox = scene.decomposition_box();
         let mut sim = Self::build_with_bbox(scene, mpi, grid, bbox, true)?;
         sim.balance_start()?;
+        sim.log_subdomain();
         Ok(sim)
     }
 
@@ -579,7 +582,14 @@ impl Simulation {
         let pos = &self.ps.pos[..self.ps.n_owned];
         let cuts = self.balanced_cuts(&mut hist, pos, &self.cost, true);
         self.hist = hist;
-        if self.apply_cuts(cuts)? {
+        let moved = self.apply_cuts(cuts)?;
+        if self.comm.is_root() {
+            log::debug!(
+                "balance at start-up: cuts at the particle count's quantiles: {}",
+                self.cuts_text()
+            );
+        }
+        if moved {
             let tc = Instant::now();
             self.halo_ex
                 .redistribute(&self.comm, &self.dec, &mut self.ps);
@@ -693,7 +703,19 @@ impl Simulation {
         let local: u64 = self.cost.iter().sum();
         let (sum, max) = (self.comm.sum_u64(local), self.comm.max_u64(local));
         self.imbalance = balance::imbalance(max, sum, n_ranks);
+        let root = self.comm.is_root();
         if !self.balance.enabled || self.imbalance <= self.balance.threshold {
+            if root {
+                log::debug!(
+                    "balance at step {}: modelled cost max/avg {:.4} ({}), cuts kept",
+                    self.step,
+                    self.imbalance,
+                    match self.balance.enabled {
+                        true => format!("≤ the threshold {}", self.balance.threshold),
+                        false => "balancing off".into(),
+                    }
+                );
+            }
             return Ok(false);
         }
         let mut hist = std::mem::take(&mut self.hist);
@@ -710,7 +732,63 @@ impl Simulation {
         let cuts = self.balanced_cuts(&mut hist, pos, &self.cost, false);
         self.hist = hist;
         self.frame_pos = frame;
-        self.apply_cuts(cuts)
+        let moved = self.apply_cuts(cuts)?;
+        if root {
+            log::debug!(
+                "balance at step {}: modelled cost max/avg {:.4} > the threshold {}: cuts {}",
+                self.step,
+                self.imbalance,
+                self.balance.threshold,
+                match moved {
+                    true => format!("moved to {}", self.cuts_text()),
+                    false => "kept (the profile allows no better)".into(),
+                }
+            );
+        }
+        Ok(moved)
+    }
+
+    /// `-v`: this rank's subdomain and particles (every rank).
+    pub fn log_subdomain(&self) {
+        if !log::log_enabled!(log::Level::Debug) {
+            return;
+        }
+        let c = self.dec.coords;
+        let slab = |a: usize| {
+            let k = c[a];
+            format!(
+                "{:.4e}..{:.4e}",
+                self.dec.cuts[a][k],
+                self.dec.cuts[a][k + 1]
+            )
+        };
+        log::debug!(
+            "rank {}: subdomain ({}, {}, {}) of the grid: x {}, y {}, z {} m; {} particles",
+            self.comm.rank(),
+            c[0],
+            c[1],
+            c[2],
+            slab(0),
+            slab(1),
+            slab(2),
+            self.ps.n_owned
+        );
+    }
+
+    /// The cut planes of every axis that is cut, for messages: `x [a, b, c], z [..]`.
+    pub fn cuts_text(&self) -> String {
+        let axes = (0..3).filter(|&a| self.dec.dims[a] > 1).map(|a| {
+            let c: Vec<String> = self.dec.cuts[a][1..self.dec.dims[a]]
+                .iter()
+                .map(|x| format!("{x:.4e}"))
+                .collect();
+            format!("{} [{}]", ["x", "y", "z"][a], c.join(", "))
+        });
+        let t: Vec<String> = axes.collect();
+        match t.is_empty() {
+            true => "none (one subdomain)".into(),
+            false => t.join(", "),
+        }
     }
 
     /// Like `build`, with the bounding box over which open axes are cut given (restarts), and
@@ -770,6 +848,24 @@ impl Simulation {
             }
         };
         let dec = Decomp::new(dims, comm.coords(), d.periodic, d.lo, d.hi, bb_lo, bb_hi);
+        if comm.is_root() {
+            let (n, how) = match (mpi, grid) {
+                (None, _) => (1, "one process"),
+                (Some(n), Some(_)) => (n, "given by --grid"),
+                (Some(n), None) => (n, "the least ghost volume"),
+            };
+            log::debug!(
+                "rank grid {}×{}×{} for {n} rank(s) ({how}): extents cut {:.4e} × {:.4e} × \
+                 {:.4e} m (periodic axes: the cell; open: the box of the particles, inlets and \
+                 meshes), halo {halo:.4e} m",
+                dims[0],
+                dims[1],
+                dims[2],
+                ext.x,
+                ext.y,
+                ext.z
+            );
+        }
         // the cell engine starts from the box (`domain` moves into the simulation below)
         let h0 = d.cell.h;
         dec.check_halo(halo)?;
@@ -841,6 +937,7 @@ impl Simulation {
             scratch: PermuteScratch::default(),
             need_rebuild: true,
             in_setup: false,
+            rebuild_why: "the first step".into(),
             want_box: false,
             halo,
             balance: scene.balance,
@@ -941,6 +1038,7 @@ impl Simulation {
         self.refresh_ghosts();
         self.wall_ref = r.wall_ref;
         self.need_rebuild = r.need_rebuild;
+        self.rebuild_why = "the checkpoint's rebuild flag (the run it continues)".into();
         // `want_box` as the checkpointed step set it (the same maximum: the same rebuild steps),
         // a deforming cell's displacements measured from the references its mean field
         // carried (`integrate::Affine`: the same operations, the same bits)
@@ -1129,6 +1227,7 @@ impl Simulation {
     /// Ask for a rebuild at the next step (e.g. after changing particles by hand).
     pub fn invalidate(&mut self) {
         self.need_rebuild = true;
+        self.rebuild_why = "asked for (Simulation::invalidate)".into();
     }
 
     /// Total number of particles over all ranks.
@@ -1216,6 +1315,9 @@ impl Simulation {
     /// Migrate, wrap, re-sort by grid cell, rebuild ghosts, candidate pairs and slots.
     fn rebuild(&mut self) -> Result<()> {
         self.setup_poll()?;
+        if self.comm.is_root() {
+            log::debug!("rebuild at step {}: {}", self.step, self.rebuild_why);
+        }
         let stored = self.flow_contact_energies();
         self.ps.truncate_ghosts();
         let failure = self.local_failure();
@@ -1484,6 +1586,9 @@ impl Simulation {
             .as_ref()
             .is_some_and(|f| f.due(self.step, self.time))
         {
+            if !self.need_rebuild {
+                self.rebuild_why = "a flow engine (inlet, outlet) acts at this step".into();
+            }
             self.need_rebuild = true;
         }
         if self.need_rebuild {
@@ -1679,6 +1784,35 @@ impl Simulation {
             }
         };
         self.want_box = !self.need_rebuild && collide::box_wanted(moved.d2max, self.skin);
+        if self.need_rebuild && log::log_enabled!(log::Level::Debug) {
+            self.rebuild_why = format!(
+                "the Verlet trigger after step {}: largest displacement {:.4e} m, displacement \
+                 box diagonal {:.4e} m, walls and meshes {:.4e} m, against the skin {:.4e} m",
+                self.step,
+                moved.d2max.sqrt(),
+                (moved.hi - moved.lo).norm(),
+                wall_d2.sqrt(),
+                self.skin
+            );
+        }
+        if self.comm.is_root() && log::log_enabled!(log::Level::Trace) {
+            log::trace!(
+                "step {} done: t = {:.6e} s, rank 0: {} particles, {} ghosts, {} candidate \
+                 pairs, {} wall pairs; largest displacement since the rebuild {:.4e} m{}",
+                self.step + 1,
+                self.time + self.dt,
+                self.ps.n_owned,
+                self.ps.n_ghosts(),
+                self.pairs.len(),
+                self.wall_pairs.len(),
+                moved.d2max.sqrt(),
+                if self.need_rebuild {
+                    "; rebuild next"
+                } else {
+                    ""
+                }
+            );
+        }
         self.step += 1;
         self.time += self.dt;
         if let Some(st) = &mut self.strainer {
