@@ -380,7 +380,7 @@ fn the_checksums_verify_with_h5py() {
     let good = checkpoint(&tmp, 2);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_checkpoint.py");
     let run = |f: &Path| {
-        Command::new("/usr/bin/python3")
+        python3()
             .arg(&script)
             .arg(f)
             .output()

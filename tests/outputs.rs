@@ -80,7 +80,7 @@ fn notice(msg: &str) {
 
 /// Is `/usr/bin/python3` with h5py there? Prints a notice when not.
 fn have_h5py(test: &str) -> bool {
-    let ok = Command::new(PYTHON)
+    let ok = support::python3()
         .args(["-c", "import h5py"])
         .output()
         .map(|o| o.status.success())
@@ -95,7 +95,7 @@ fn have_h5py(test: &str) -> bool {
 
 /// Run an inline Python script with arguments; panics with its output if it fails.
 fn python(script: &str, args: &[&Path]) -> String {
-    let o = Command::new(PYTHON)
+    let o = support::python3()
         .arg("-c")
         .arg(script)
         .args(args)
