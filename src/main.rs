@@ -129,8 +129,9 @@ fn main() {
         }
     };
     let (rank, size) = (mpi.rank(), mpi.size());
-    if rank != 0 && std::env::var_os("RUST_LOG").is_none() {
-        // Progress and summaries come from rank 0; the others report warnings and errors.
+    if rank != 0 && std::env::var_os("RUST_LOG").is_none() && cli.verbose == 0 {
+        // Progress and summaries come from rank 0; the others report warnings and errors
+        // (with -v, -vv their own debug and trace lines too: each names its rank).
         log::set_max_level(log::LevelFilter::Warn);
     }
     let result = real_main(&cli, size > 1);
@@ -532,12 +533,15 @@ fn info(file: &Path, verify: bool) -> Result<(), Error> {
         );
         return Ok(());
     }
-    let limits = stored_scene(file, &i).ok().map(|s| checkpoint::Limits {
-        max_gid: s.summary.n,
-        n_materials: s.materials.len(),
-        n_walls: s.walls.len(),
-        n_facets: s.meshes.iter().map(|m| m.body.len()).sum(),
-    });
+    // the restart's limits (the initial spheres and each inlet's range of gids, the engines'
+    // counters), when the stored scene validates here
+    let limits = match stored_scene(file, &i) {
+        Ok(s) => Some(checkpoint::Limits::of(&s, &i.engines).map_err(|e| {
+            println!("integrity       DAMAGED");
+            checkpoint::damaged(file, e)
+        })?),
+        Err(_) => None,
+    };
     match checkpoint::inspect(file, &i, limits) {
         Ok(what) => {
             println!("integrity       ok: {what}");

@@ -10,6 +10,7 @@ use crate::signals;
 use crate::sim::Simulation;
 use crate::V3;
 use log::{error, info, warn};
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -38,12 +39,17 @@ pub struct RunOptions {
 #[derive(Clone, Debug)]
 pub struct RunSummary {
     pub out_dir: PathBuf,
+    /// What ran the step: "cpu", or the GPU's name (`--gpu`).
+    pub device: String,
     pub steps_done: u64,
     /// The step number the run ended at (counted from step 0 of the scene).
     pub last_step: u64,
     /// Wall-clock time of the step loop (from the first step to the final snapshot): the
     /// set-up is apart (`setup_s`), as in LAMMPS' "Loop time".
     pub wall_s: f64,
+    /// Σ over the steps of the particles each step advanced (the count changes with inlets
+    /// and outlets), and that over `wall_s`.
+    pub particle_steps: u64,
     pub particle_steps_per_s: f64,
     /// Building the neighbour structures before the first step ([`Simulation::prepare`]).
     pub setup_s: f64,
@@ -198,6 +204,152 @@ pub fn check_out_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The lock file of an output directory (`OUT/.demhpc.lock`): `pid host` of the run holding it.
+pub const LOCK_FILE: &str = ".demhpc.lock";
+
+/// The output directory's lock, held for the run ([`lock_out_dir`]): rank 0 holds an advisory
+/// lock (`flock`) on `OUT/.demhpc.lock`, which the kernel releases when the file is closed or
+/// the process ends, however it ends. Until [`OutLock::keep`] (the run created its outputs),
+/// dropping it removes the lock file and the directories it created, so that a run refused in
+/// its set-up leaves nothing behind.
+pub struct OutLock {
+    file: Option<std::fs::File>,
+    path: PathBuf,
+    /// Directories created for the lock, innermost first.
+    created: Vec<PathBuf>,
+    kept: bool,
+}
+
+impl OutLock {
+    /// The run's outputs exist: the lock file stays after the run.
+    pub fn keep(&mut self) {
+        self.kept = true;
+    }
+}
+
+impl Drop for OutLock {
+    fn drop(&mut self) {
+        let Some(f) = self.file.take() else {
+            return;
+        };
+        if !self.kept {
+            // removed while still locked: a run waiting on this file finds it unlinked and
+            // takes a fresh one (`lock_out_dir`'s inode check)
+            std::fs::remove_file(&self.path).ok();
+            for d in &self.created {
+                std::fs::remove_dir(d).ok();
+            }
+        }
+        drop(f);
+    }
+}
+
+/// Rank 0's attempt at the lock: `Ok(None)` where the file system cannot lock (warned: a
+/// concurrent run is then not detected), `Err(holder)` with the holder's `pid host` when
+/// another process holds it.
+fn take_lock(dir: &Path) -> std::io::Result<std::result::Result<OutLock, String>> {
+    use std::io::{Read, Seek, Write};
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::io::AsRawFd;
+    let created: Vec<PathBuf> = (dir.ancestors())
+        .take_while(|p| !p.as_os_str().is_empty() && !p.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join(LOCK_FILE);
+    loop {
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
+        // SAFETY: flock on a descriptor this function owns; no memory is passed.
+        let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r != 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(e);
+            }
+            let mut holder = String::new();
+            f.read_to_string(&mut holder).ok();
+            return Ok(Err(holder));
+        }
+        // the file may have been unlinked by its last holder between our open and our lock:
+        // then the lock is on a file nobody else will see; take the one at the path
+        let same = std::fs::metadata(&path)
+            .and_then(|m| {
+                f.metadata()
+                    .map(|g| m.ino() == g.ino() && m.dev() == g.dev())
+            })
+            .unwrap_or(false);
+        if !same {
+            continue;
+        }
+        let host = host_name();
+        f.set_len(0)?;
+        f.rewind()?;
+        f.write_all(format!("{} {host}\n", std::process::id()).as_bytes())?;
+        f.flush()?;
+        return Ok(Ok(OutLock {
+            file: Some(f),
+            path,
+            created,
+            kept: false,
+        }));
+    }
+}
+
+/// This machine's host name (`gethostname`), or `?`.
+fn host_name() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most `len` bytes into the buffer it is given.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    match r {
+        0 => String::from_utf8_lossy(&buf[..n]).into_owned(),
+        _ => "?".into(),
+    }
+}
+
+/// Lock the output directory for this run (collective over the world, before the set-up):
+/// two runs writing into one directory — a Slurm requeue started while the old job still
+/// writes, the same command started twice — truncated each other's `series.csv` and deleted
+/// each other's files. Rank 0 takes an advisory lock on `OUT/.demhpc.lock` (`flock`, held
+/// until the run ends; the file says `pid host`); when another process holds it every rank
+/// stops with `OUT is in use by process P on host H` (exit 1) before touching anything. A file
+/// system without locks (some NFS or Lustre mounts) is warned about and the run goes on.
+pub fn lock_out_dir(dir: &Path) -> Result<Option<OutLock>> {
+    use crate::domain::comm::Comm;
+    let rank = Comm::world_rank();
+    let mut lock = None;
+    let mut failed = None;
+    if rank == 0 {
+        match take_lock(dir) {
+            Ok(Ok(l)) => lock = Some(l),
+            Ok(Err(holder)) => {
+                let mut w = holder.split_whitespace();
+                let (pid, host) = (w.next().unwrap_or("?"), w.next().unwrap_or("?"));
+                failed = Some(Error::Runtime(format!(
+                    "{} is in use by process {pid} on host {host} (it holds {}): another run \
+                     writes there; wait for it to end, or give this run another --out",
+                    dir.display(),
+                    dir.join(LOCK_FILE).display()
+                )));
+            }
+            Err(e) => warn!(
+                "cannot lock the output directory {} ({e}): a second run started into it \
+                 would not be detected",
+                dir.display()
+            ),
+        }
+    }
+    if Comm::world_any(failed.is_some()) {
+        return Err(failed.unwrap_or(Error::Peer { rank, step: 0 }));
+    }
+    Ok(lock)
+}
+
 /// The output directory a restart from `checkpoint` continues in when no `--out` is given: the
 /// one holding it, `OUT` for `OUT/<ck_dir>/ckpt_*.h5` with `ck_dir` one of the scene's
 /// `checkpoint.dir`s given (the stored scene's, which wrote it, and the one now used), so that
@@ -243,9 +395,13 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let ck = scene.checkpoint.clone();
     let ck_dir = join_under(&out_dir, "checkpoint.dir", &ck.dir)?;
     check_out_dir(&out_dir)?;
+    // held until this function returns: no other run writes into `out_dir` meanwhile
+    let mut lock = lock_out_dir(&out_dir)?;
     // the GPU first (driver, NVRTC, the kernels compiled): a machine without one stops here
     let mut device = opts.gpu.map(crate::gpu::open).transpose()?;
     let end = opts.steps.unwrap_or(scene.steps);
+    // the scene's own run length (`run`), not a segment of it chosen with --steps
+    let scene_end = end == scene.steps;
     let output = scene.output.clone();
     let strain_every = scene.strainer.as_ref().map_or(0, |s| s.every);
     // The scene's path made absolute: a restart resolves the scene's data files relative to
@@ -280,6 +436,9 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         false => Ok(()),
     };
     sim.comm.agree(made)?;
+    if let Some(l) = lock.as_mut() {
+        l.keep();
+    }
     let series_path = out_dir.join("series.csv");
     let n_walls = sim.walls.len();
     let n_meshes = sim.meshes.meshes.len();
@@ -348,6 +507,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let first = sim.step;
     let mut last_progress = Instant::now();
     let mut stopped = None;
+    // particles present at each step, summed (inlets and outlets change the count)
+    let mut particle_steps: u64 = 0;
     let every = output.series_every;
     let mut gpu: Option<crate::gpu::GpuStep> = None;
     // the step whose GPU state the CPU copy holds (snapshots and checkpoints read it)
@@ -399,6 +560,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                     sim.checkpoint_agreed = sim.checkpoint_requested;
                 }
             }
+            particle_steps += sim.n_present();
             let t0 = Instant::now();
             if let Some(f) = &fault {
                 f.apply(sim.step, sim.comm.rank());
@@ -465,14 +627,16 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 last_progress = Instant::now();
                 let el = start.elapsed().as_secs_f64();
                 let done = sim.step - first;
-                let rate = done as f64 * n as f64 / el;
+                let rate = particle_steps as f64 / el;
                 let eta = (end - sim.step) as f64 * el / done as f64;
                 info!(
-                    "step {}/{} ({:.1} %)  t = {:.6e} s  {:.3e} particle-steps/s  ETA {}",
+                    "step {}/{} ({:.1} %)  t = {:.6e} s  {} particles  {:.3e} particle-steps/s  \
+                     ETA {}",
                     sim.step,
                     end,
                     100.0 * sim.step as f64 / end as f64,
                     sim.time,
+                    sim.n_present(),
                     rate,
                     fmt_secs(eta)
                 );
@@ -515,6 +679,28 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         }
         return Err(e);
     }
+    // A cell stage still running when the run reached its last step: its goals were not met
+    // (issue 32: an unreachable goal used to run to the step limit without a word).
+    let unfinished = match (&sim.cell, stopped.is_none() && sim.step >= end) {
+        (Some(c), true) => c
+            .current()
+            .map(|st| (st.name.clone(), c.stage, c.stages.len())),
+        _ => None,
+    };
+    if let (Some((name, k, m)), Some(c), true) = (&unfinished, &sim.cell, root) {
+        // the scene's run length should hold every stage (the run ends after the last): a
+        // warning; a segment chosen with --steps (a job of a chain) ends where it was asked to
+        let (k, goals) = (k + 1, c.goals_report());
+        match scene_end {
+            true => warn!(
+                "cell: the run ended at its last step ({end}) in stage `{name}` ({k} of {m}), \
+                 which had not reached its goals: {goals} (a longer run, or a reachable goal)"
+            ),
+            false => {
+                info!("cell: --steps {end} ended the run in stage `{name}` ({k} of {m}): {goals}")
+            }
+        }
+    }
     let t0 = Instant::now();
     if stopped.is_none() {
         sync_gpu(&mut gpu, &mut sim, &mut synced)?;
@@ -539,12 +725,16 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     sim.timers.output += t0.elapsed();
     let wall_s = sim.comm.max_f64(start.elapsed().as_secs_f64());
     let done = sim.step - first;
-    let psps = done as f64 * n as f64 / wall_s.max(1e-12);
+    let psps = particle_steps as f64 / wall_s.max(1e-12);
+    // the particles at the end (inlets and outlets change the count during the run)
+    let n = sim.n_global();
     let summary = RunSummary {
         out_dir: out_dir.clone(),
+        device: gpu.as_ref().map_or("cpu".into(), |g| g.device_name()),
         steps_done: done,
         last_step: sim.step,
         wall_s,
+        particle_steps,
         particle_steps_per_s: psps,
         setup_s,
         setup_total_s,
@@ -585,8 +775,11 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             timing = write_timing(&out_dir, &sim, &summary, &phases, &comm, n);
         }
         info!(
-            "done: {} steps of {} particles in {:.3} s (+ {:.3} s set-up): {:.3e} particle-steps/s ({:.3e} per core, {} core(s)), {} rebuilds",
-            done, n, wall_s, setup_s, psps, psps / cores as f64, cores, sim.n_rebuilds
+            "done: {done} steps, {particle_steps} particle-steps ({n} particles at the end) in \
+             {wall_s:.3} s (+ {setup_s:.3} s set-up): {psps:.3e} particle-steps/s ({:.3e} per \
+             core, {cores} core(s)), {} rebuilds",
+            psps / cores as f64,
+            sim.n_rebuilds
         );
         info!(
             "rank 0: {pairs} candidate pairs, {wall_pairs} wall pairs, {} ghosts at the end; all ranks: ghosts / particles = {:.3}, {:.0} bytes in {:.1} messages sent per step per rank",
@@ -610,6 +803,18 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 f(1),
                 f(3),
                 sim.n_balances
+            );
+        }
+        if let Some((name, k, m)) = &unfinished {
+            info!(
+                "cell: unfinished stage `{name}` ({} of {m}) at the end of the run",
+                k + 1
+            );
+        }
+        if let Some(c) = sim.cell.as_ref().filter(|c| !c.missed.is_empty()) {
+            info!(
+                "cell: stages that ended by their steps without their goals: `{}`",
+                c.missed.join("`, `")
             );
         }
         info!("phase        min s      avg s      max s   %total  imbalance");
@@ -817,13 +1022,8 @@ fn strain_row(sim: &Simulation) -> String {
 fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
     let info = checkpoint::read_info(path)?;
     let reproducible = scene.reproducible || info.reproducible;
-    let limits = checkpoint::Limits {
-        // the initial gids, then each inlet's range (`engines::inlet::GID_STRIDE`)
-        max_gid: scene.summary.n + scene.n_inlets() * crate::engines::inlet::GID_STRIDE,
-        n_materials: scene.materials.len(),
-        n_walls: scene.walls.len(),
-        n_facets: scene.meshes.iter().map(|m| m.body.len()).sum(),
-    };
+    let limits =
+        checkpoint::Limits::of(&scene, &info.engines).map_err(|e| checkpoint::damaged(path, e))?;
     let mut sim =
         Simulation::new_restart(scene, opts.mpi, opts.grid, (info.bbox_lo, info.bbox_hi))?;
     if sim.dt.to_bits() != info.dt.to_bits() {
@@ -835,7 +1035,8 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
         )));
     }
     // Damage is found before any of it is used: checksums (each rank verifies a share of
-    // every dataset), then every row a rank keeps, then the checks across ranks.
+    // every dataset), the engines' counters against the particle count, then every row a
+    // rank keeps, then the checks across ranks.
     if !checkpoint::verify(path, &info, &sim.comm)? && sim.comm.is_root() {
         warn!(
             "{}: format version {} has no checksums: damage to it cannot be detected",
@@ -843,6 +1044,7 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
             info.format_version
         );
     }
+    checkpoint::check_counts(path, &info, &limits)?;
     // a deforming cell at its shape of the last rebuild: its reference positions are cut
     // through that cell's frame
     sim.prepare_cell_restart(&info.engines);
@@ -861,13 +1063,24 @@ fn restart(scene: Scene, opts: &RunOptions, path: &Path) -> Result<Simulation> {
         near: &|lo, hi, m| cell.deformed || dec.may_reach(lo, hi, m),
         reach: sim.halo() * 1.01,
     };
+    let t_read = Instant::now();
     let restored = checkpoint::read_local(path, &info, &limits, &want);
     // A rank that cannot read its part must not leave the others waiting in `restore`.
     let restored = sim.comm.agree(restored)?;
+    log::debug!(
+        "rank {}: read its part of {} in {:.3} s: {} particles, {} contacts, {} wall contacts",
+        sim.comm.rank(),
+        path.display(),
+        t_read.elapsed().as_secs_f64(),
+        restored.particles.n_owned,
+        restored.contacts.len(),
+        restored.wall_contacts.len()
+    );
     checkpoint::check_global(path, &info, &restored, &sim.comm)?;
     // before `restore`: the force assembly of the rebuild there depends on the mode
     sim.reproducible = reproducible;
     sim.restore(restored)?;
+    sim.log_subdomain();
     if sim.comm.is_root() {
         info!(
             "restarted from {} at step {} (t = {:.6e} s): {} particles, {} contacts; written by {} rank(s), now {}",
@@ -962,21 +1175,17 @@ struct Comm {
 }
 
 /// `{"particles": {"min": …, "avg": …, "max": …}, "contacts": …, "ghosts": …, "cost": …}`.
-fn load_json(c: &Comm) -> String {
+fn load_json(c: &Comm) -> serde_json::Value {
     let names = ["particles", "contacts", "ghosts", "cost"];
-    let items: Vec<String> = names
-        .iter()
-        .zip(&c.load)
-        .map(|(n, [mn, sum, mx])| {
-            format!(
-                "\"{n}\": {{\"min\": {mn}, \"avg\": {:.3}, \"max\": {mx}}}",
-                *sum as f64 / c.ranks as f64
-            )
-        })
-        .collect();
-    format!("{{{}}}", items.join(", "))
+    let items = names.iter().zip(&c.load).map(|(n, [mn, sum, mx])| {
+        let avg = *sum as f64 / c.ranks as f64;
+        (n.to_string(), json!({"min": mn, "avg": avg, "max": mx}))
+    });
+    serde_json::Value::Object(items.collect())
 }
 
+/// `timing.json`, written with serde_json: valid JSON whatever the scene name holds (a quote
+/// in it made the hand-formatted text invalid, issue 32).
 fn write_timing(
     dir: &Path,
     sim: &Simulation,
@@ -985,58 +1194,51 @@ fn write_timing(
     c: &Comm,
     n: u64,
 ) -> Result<()> {
-    let ph: Vec<String> = phases
-        .iter()
-        .map(|p| format!("\"{}\": {:.6}", p.name, p.avg))
-        .collect();
-    let table: Vec<String> = phases
-        .iter()
-        .map(|p| {
-            format!(
-                "    \"{}\": {{\"min\": {:.6}, \"avg\": {:.6}, \"max\": {:.6}, \"imbalance_pct\": {:.3}}}",
-                p.name,
-                p.min,
-                p.avg,
-                p.max,
-                p.imbalance_pct()
-            )
-        })
-        .collect();
-    let d = sim.dec.dims;
+    let per_phase = |f: &dyn Fn(&PhaseStats) -> serde_json::Value| {
+        serde_json::Value::Object(phases.iter().map(|p| (p.name.to_string(), f(p))).collect())
+    };
     let io = &s.io;
-    let ck = format!(
-        "{{\"writes\": {}, \"write_s\": {:.6}, \"write_bytes\": {}, \"read_s\": {:.6}, \"read_bytes\": {}}}",
-        io.writes, io.write_s, io.write_bytes, io.read_s, io.read_bytes
-    );
-    let json = format!(
-        "{{\n  \"scene\": \"{}\",\n  \"ranks\": {},\n  \"grid\": [{}, {}, {}],\n  \"threads\": {},\n  \"reproducible\": {},\n  \"particles\": {},\n  \"steps\": {},\n  \"wall_s\": {:.6},\n  \"setup_s\": {:.6},\n  \"setup_total_s\": {:.6},\n  \"setup_cpu_s\": {:.6},\n  \"setup_rss_mb\": {{\"min\": {:.3}, \"max\": {:.3}}},\n  \"particle_steps_per_s\": {:.6e},\n  \"rebuilds\": {},\n  \"ghost_fraction\": {:.6},\n  \"bytes_sent_per_step_per_rank\": {:.1},\n  \"messages_per_step_per_rank\": {:.2},\n  \"load_per_rank\": {},\n  \"cut_moves\": {},\n  \"checkpoint\": {},\n  \"phases_s\": {{{}}},\n  \"phases\": {{\n{}\n  }}\n}}\n",
-        sim.name,
-        c.ranks,
-        d[0],
-        d[1],
-        d[2],
-        rayon::current_num_threads(),
-        sim.reproducible,
-        n,
-        s.steps_done,
-        s.wall_s,
-        s.setup_s,
-        s.setup_total_s,
-        s.setup_cpu_s,
-        s.setup_rss_mb[0],
-        s.setup_rss_mb[1],
-        s.particle_steps_per_s,
-        sim.n_rebuilds,
-        c.ghost_fraction,
-        c.bytes_per_step_per_rank,
-        c.messages_per_step_per_rank,
-        load_json(c),
-        c.balances,
-        ck,
-        ph.join(", "),
-        table.join(",\n")
-    );
-    crate::io::write_atomic(&dir.join("timing.json"), json.as_bytes())
+    let t = json!({
+        "scene": sim.name,
+        "ranks": c.ranks,
+        "grid": sim.dec.dims,
+        "threads": rayon::current_num_threads(),
+        "reproducible": sim.reproducible,
+        "device": s.device,
+        "particles": n,
+        "steps": s.steps_done,
+        "particle_steps": s.particle_steps,
+        "wall_s": s.wall_s,
+        "setup_s": s.setup_s,
+        "setup_total_s": s.setup_total_s,
+        "setup_cpu_s": s.setup_cpu_s,
+        "setup_rss_mb": {"min": s.setup_rss_mb[0], "max": s.setup_rss_mb[1]},
+        "particle_steps_per_s": s.particle_steps_per_s,
+        "rebuilds": sim.n_rebuilds,
+        "ghost_fraction": c.ghost_fraction,
+        "bytes_sent_per_step_per_rank": c.bytes_per_step_per_rank,
+        "messages_per_step_per_rank": c.messages_per_step_per_rank,
+        "load_per_rank": load_json(c),
+        "cut_moves": c.balances,
+        "checkpoint": {
+            "writes": io.writes,
+            "write_s": io.write_s,
+            "write_bytes": io.write_bytes,
+            "read_s": io.read_s,
+            "read_bytes": io.read_bytes,
+        },
+        "phases_s": per_phase(&|p| json!(p.avg)),
+        "phases": per_phase(&|p| json!({
+            "min": p.min,
+            "avg": p.avg,
+            "max": p.max,
+            "imbalance_pct": p.imbalance_pct(),
+        })),
+    });
+    let mut text =
+        serde_json::to_string_pretty(&t).map_err(|e| Error::io(dir.join("timing.json"), e))?;
+    text.push('\n');
+    crate::io::write_atomic(&dir.join("timing.json"), text.as_bytes())
 }
 
 #[cfg(test)]

@@ -237,6 +237,30 @@ struct EngineState {
     energy: Option<Vec<Vec<i64>>>,
 }
 
+/// [`Simulation::setup_poll`] on the flag alone (usable while fields are borrowed).
+fn setup_stop(in_setup: bool) -> Result<()> {
+    match crate::signals::requested().filter(|_| in_setup) {
+        Some(sig) => Err(Error::Stopped {
+            sig,
+            what: "the first neighbour build".into(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The inlets' and outlets' counters in a checkpoint's engine text (`FlowState::counters`):
+/// `None` for a text without flow engines (empty, or a scene without them); `Err` when the
+/// text does not parse.
+pub fn flow_counters(
+    engines: &str,
+) -> std::result::Result<Option<crate::engines::FlowCounters>, String> {
+    if engines.is_empty() {
+        return Ok(None);
+    }
+    let e: EngineState = ron::from_str(engines).map_err(|e| e.to_string())?;
+    Ok(e.flow.map(|f| f.counters()))
+}
+
 #[derive(Clone)]
 pub struct Simulation {
     pub name: String,
@@ -334,6 +358,11 @@ pub struct Simulation {
     sort_scratch: collide::OrderScratch,
     scratch: PermuteScratch,
     need_rebuild: bool,
+    /// Inside the set-up's neighbour build (`prepare`, a restart's `restore`): a stop signal
+    /// ends it between its stages ([`Self::setup_poll`]).
+    in_setup: bool,
+    /// Why the next rebuild happens (`-v`: the debug log of each rebuild).
+    rebuild_why: String,
     /// The next step's integrator returns the box of the displacements (see `advance`).
     want_box: bool,
     halo: f64,
@@ -536,10 +565,12 @@ impl Simulation {
 
     fn build(scene: Scene, mpi: Option<usize>, grid: Option<[usize; 3]>) -> Result<Self> {
         // Open axes are cut over the bounding box of the initial centres (wrapped into the
-        // cell), found by the scene's streaming walk without creating the spheres.
-        let bbox = (scene.summary.lo, scene.summary.hi);
+        // cell), found by the scene's streaming walk without creating the spheres, and of the
+        // inlets' regions and the meshes (`Scene::decomposition_box`).
+        let bbox = scene.decomposition_box();
         let mut sim = Self::build_with_bbox(scene, mpi, grid, bbox, true)?;
         sim.balance_start()?;
+        sim.log_subdomain();
         Ok(sim)
     }
 
@@ -550,12 +581,20 @@ impl Simulation {
         if !self.balance.enabled || self.dec.n_ranks() < 2 {
             return Ok(());
         }
+        crate::signals::SetupWatch::new("the start-up balancing", None).tick(0)?;
         self.particle_costs();
         let mut hist = std::mem::take(&mut self.hist);
         let pos = &self.ps.pos[..self.ps.n_owned];
         let cuts = self.balanced_cuts(&mut hist, pos, &self.cost, true);
         self.hist = hist;
-        if self.apply_cuts(cuts)? {
+        let moved = self.apply_cuts(cuts)?;
+        if self.comm.is_root() {
+            log::debug!(
+                "balance at start-up: cuts at the particle count's quantiles: {}",
+                self.cuts_text()
+            );
+        }
+        if moved {
             let tc = Instant::now();
             self.halo_ex
                 .redistribute(&self.comm, &self.dec, &mut self.ps);
@@ -669,7 +708,19 @@ impl Simulation {
         let local: u64 = self.cost.iter().sum();
         let (sum, max) = (self.comm.sum_u64(local), self.comm.max_u64(local));
         self.imbalance = balance::imbalance(max, sum, n_ranks);
+        let root = self.comm.is_root();
         if !self.balance.enabled || self.imbalance <= self.balance.threshold {
+            if root {
+                log::debug!(
+                    "balance at step {}: modelled cost max/avg {:.4} ({}), cuts kept",
+                    self.step,
+                    self.imbalance,
+                    match self.balance.enabled {
+                        true => format!("≤ the threshold {}", self.balance.threshold),
+                        false => "balancing off".into(),
+                    }
+                );
+            }
             return Ok(false);
         }
         let mut hist = std::mem::take(&mut self.hist);
@@ -686,7 +737,63 @@ impl Simulation {
         let cuts = self.balanced_cuts(&mut hist, pos, &self.cost, false);
         self.hist = hist;
         self.frame_pos = frame;
-        self.apply_cuts(cuts)
+        let moved = self.apply_cuts(cuts)?;
+        if root {
+            log::debug!(
+                "balance at step {}: modelled cost max/avg {:.4} > the threshold {}: cuts {}",
+                self.step,
+                self.imbalance,
+                self.balance.threshold,
+                match moved {
+                    true => format!("moved to {}", self.cuts_text()),
+                    false => "kept (the profile allows no better)".into(),
+                }
+            );
+        }
+        Ok(moved)
+    }
+
+    /// `-v`: this rank's subdomain and particles (every rank).
+    pub fn log_subdomain(&self) {
+        if !log::log_enabled!(log::Level::Debug) {
+            return;
+        }
+        let c = self.dec.coords;
+        let slab = |a: usize| {
+            let k = c[a];
+            format!(
+                "{:.4e}..{:.4e}",
+                self.dec.cuts[a][k],
+                self.dec.cuts[a][k + 1]
+            )
+        };
+        log::debug!(
+            "rank {}: subdomain ({}, {}, {}) of the grid: x {}, y {}, z {} m; {} particles",
+            self.comm.rank(),
+            c[0],
+            c[1],
+            c[2],
+            slab(0),
+            slab(1),
+            slab(2),
+            self.ps.n_owned
+        );
+    }
+
+    /// The cut planes of every axis that is cut, for messages: `x [a, b, c], z [..]`.
+    pub fn cuts_text(&self) -> String {
+        let axes = (0..3).filter(|&a| self.dec.dims[a] > 1).map(|a| {
+            let c: Vec<String> = self.dec.cuts[a][1..self.dec.dims[a]]
+                .iter()
+                .map(|x| format!("{x:.4e}"))
+                .collect();
+            format!("{} [{}]", ["x", "y", "z"][a], c.join(", "))
+        });
+        let t: Vec<String> = axes.collect();
+        match t.is_empty() {
+            true => "none (one subdomain)".into(),
+            false => t.join(", "),
+        }
     }
 
     /// Like `build`, with the bounding box over which open axes are cut given (restarts), and
@@ -746,6 +853,24 @@ impl Simulation {
             }
         };
         let dec = Decomp::new(dims, comm.coords(), d.periodic, d.lo, d.hi, bb_lo, bb_hi);
+        if comm.is_root() {
+            let (n, how) = match (mpi, grid) {
+                (None, _) => (1, "one process"),
+                (Some(n), Some(_)) => (n, "given by --grid"),
+                (Some(n), None) => (n, "the least ghost volume"),
+            };
+            log::debug!(
+                "rank grid {}×{}×{} for {n} rank(s) ({how}): extents cut {:.4e} × {:.4e} × \
+                 {:.4e} m (periodic axes: the cell; open: the box of the particles, inlets and \
+                 meshes), halo {halo:.4e} m",
+                dims[0],
+                dims[1],
+                dims[2],
+                ext.x,
+                ext.y,
+                ext.z
+            );
+        }
         // the cell engine starts from the box (`domain` moves into the simulation below)
         let h0 = d.cell.h;
         dec.check_halo(halo)?;
@@ -816,6 +941,8 @@ impl Simulation {
             sort_scratch: Default::default(),
             scratch: PermuteScratch::default(),
             need_rebuild: true,
+            in_setup: false,
+            rebuild_why: "the first step".into(),
             want_box: false,
             halo,
             balance: scene.balance,
@@ -894,7 +1021,10 @@ impl Simulation {
         if cell_state.is_some() {
             self.domain.wrap_owned(&mut self.ps);
         }
-        self.rebuild_structure(true);
+        self.in_setup = true;
+        let built = self.rebuild_structure(true);
+        self.in_setup = false;
+        built?;
         self.meshes.set_time(r.time);
         if let (Some(c), Some(st)) = (&mut self.cell, &cell_state) {
             c.restore(st, &mut self.domain.cell);
@@ -913,6 +1043,7 @@ impl Simulation {
         self.refresh_ghosts();
         self.wall_ref = r.wall_ref;
         self.need_rebuild = r.need_rebuild;
+        self.rebuild_why = "the checkpoint's rebuild flag (the run it continues)".into();
         // `want_box` as the checkpointed step set it (the same maximum: the same rebuild steps),
         // a deforming cell's displacements measured from the references its mean field
         // carried (`integrate::Affine`: the same operations, the same bits)
@@ -1101,11 +1232,23 @@ impl Simulation {
     /// Ask for a rebuild at the next step (e.g. after changing particles by hand).
     pub fn invalidate(&mut self) {
         self.need_rebuild = true;
+        self.rebuild_why = "asked for (Simulation::invalidate)".into();
     }
 
     /// Total number of particles over all ranks.
     pub fn n_global(&self) -> u64 {
         self.comm.sum_u64(self.ps.n_owned as u64)
+    }
+
+    /// The particles present now, over all ranks, without a reduction: the count every
+    /// rebuild checks (and the flow engines' `pre_exchange` re-takes after creating or
+    /// deleting particles), the same on every rank. Before the first rebuild (and after a
+    /// restore) it is summed (collective then, on every rank alike).
+    pub fn n_present(&self) -> u64 {
+        match self.conserved {
+            Some((n, _)) => n,
+            None => self.n_global(),
+        }
     }
 
     /// Blow-up checks of this rank at a rebuild: NaN, leaving the domain, or a jump of more
@@ -1145,19 +1288,41 @@ impl Simulation {
     /// the same order, the same bits. The pair list's second generation of buffers is sized
     /// too ([`crate::contact::store::PairList::warm`]), so that no rebuild of the loop
     /// allocates. Its time goes to no phase; returns it in seconds.
+    /// A stop signal during it ends the set-up (`Error::Stopped`, between the build's stages,
+    /// and once it is done): a huge scene's first build takes long, and a stop used to wait
+    /// for it, then run the first step and checkpoint it (issue 32).
     pub fn prepare(&mut self) -> Result<f64> {
         let t = Instant::now();
+        self.in_setup = true;
+        let built = self.prepare_build();
+        self.in_setup = false;
+        built?;
+        Ok(t.elapsed().as_secs_f64())
+    }
+
+    fn prepare_build(&mut self) -> Result<()> {
         if self.need_rebuild {
             let timers = self.timers.clone();
             self.rebuild()?;
             self.pairs.warm();
             self.timers = timers;
         }
-        Ok(t.elapsed().as_secs_f64())
+        self.setup_poll()
+    }
+
+    /// In the set-up's neighbour build ([`Self::prepare`], a restart's rebuild): a stop signal
+    /// ends it now (`Error::Stopped`; each rank that has the signal stops, `mpirun` forwards it
+    /// to all). Outside the set-up nothing: a stop there is agreed by the step's reduction.
+    fn setup_poll(&self) -> Result<()> {
+        setup_stop(self.in_setup)
     }
 
     /// Migrate, wrap, re-sort by grid cell, rebuild ghosts, candidate pairs and slots.
     fn rebuild(&mut self) -> Result<()> {
+        self.setup_poll()?;
+        if self.comm.is_root() {
+            log::debug!("rebuild at step {}: {}", self.step, self.rebuild_why);
+        }
         let stored = self.flow_contact_energies();
         self.ps.truncate_ghosts();
         let failure = self.local_failure();
@@ -1183,8 +1348,7 @@ impl Simulation {
         )?;
         self.timers.comm += tc.elapsed();
         self.check_conservation()?;
-        self.rebuild_structure(false);
-        Ok(())
+        self.rebuild_structure(false)
     }
 
     /// The `pre_exchange` hook (`engines`): flow engines due at this step create and delete
@@ -1274,19 +1438,24 @@ impl Simulation {
     /// The rebuild after migration: re-sort, ghosts, candidate pairs merged with the contact
     /// histories, force slots, Verlet reference positions. `restoring`: the histories are
     /// those of a checkpoint, newer than the positions (every candidate looks for one).
-    fn rebuild_structure(&mut self, restoring: bool) {
+    /// In the set-up ([`Self::prepare`], a restart) a stop signal ends it between its stages
+    /// (`Error::Stopped`); nothing else fails here.
+    fn rebuild_structure(&mut self, restoring: bool) -> Result<()> {
         // Frictional contacts found apart are deleted by the law: only candidates that may
         // touch look for a history (PairList::merge). CPM links act apart.
         let near_only = !restoring && self.cpm.is_none();
         self.sort_owned();
+        self.setup_poll()?;
         let cell = &self.domain.cell;
         let tc = Instant::now();
         self.halo_ex
             .build_ghosts(&self.comm, &self.dec, &mut self.ps, &self.domain, self.halo);
         self.timers.comm += tc.elapsed();
+        self.setup_poll()?;
         let ps = &self.ps;
         let reach = self.skin + self.reach_extra;
         let cands = collide::sphere_candidate_chunks(ps, reach, cell, &mut self.grid);
+        setup_stop(self.in_setup)?;
         self.halo_ex.self_origins(&self.dec, ps, &mut self.origin);
         collide::drop_image_twins(cands, ps.n_owned, &self.origin);
         // Debug builds check that no contact touching an owned particle was dropped.
@@ -1302,6 +1471,7 @@ impl Simulation {
         let lost = self
             .pairs
             .merge_chunks(cands, near_only, check, |k| is_owned(k.0) || is_owned(k.1));
+        setup_stop(self.in_setup)?;
         // Reproducible mode, and more threads than the per-task accumulators serve: the
         // canonical accumulation, on the canonical pair order (`forces`).
         let canonical =
@@ -1315,6 +1485,7 @@ impl Simulation {
                 &mut self.canon,
             );
         }
+        setup_stop(self.in_setup)?;
         self.pairs.set_shifts(&ps.image, &ps.radius, cell);
         self.pairs.fold_images(ps.n_owned, &self.origin);
         debug_assert_eq!(lost, 0, "a real contact was not a candidate");
@@ -1340,6 +1511,7 @@ impl Simulation {
         }
         self.need_rebuild = false;
         self.n_rebuilds += 1;
+        Ok(())
     }
 
     /// Particle count and total mass are what they were at the first rebuild (collective).
@@ -1419,6 +1591,9 @@ impl Simulation {
             .as_ref()
             .is_some_and(|f| f.due(self.step, self.time))
         {
+            if !self.need_rebuild {
+                self.rebuild_why = "a flow engine (inlet, outlet) acts at this step".into();
+            }
             self.need_rebuild = true;
         }
         if self.need_rebuild {
@@ -1614,6 +1789,35 @@ impl Simulation {
             }
         };
         self.want_box = !self.need_rebuild && collide::box_wanted(moved.d2max, self.skin);
+        if self.need_rebuild && log::log_enabled!(log::Level::Debug) {
+            self.rebuild_why = format!(
+                "the Verlet trigger after step {}: largest displacement {:.4e} m, displacement \
+                 box diagonal {:.4e} m, walls and meshes {:.4e} m, against the skin {:.4e} m",
+                self.step,
+                moved.d2max.sqrt(),
+                (moved.hi - moved.lo).norm(),
+                wall_d2.sqrt(),
+                self.skin
+            );
+        }
+        if self.comm.is_root() && log::log_enabled!(log::Level::Trace) {
+            log::trace!(
+                "step {} done: t = {:.6e} s, rank 0: {} particles, {} ghosts, {} candidate \
+                 pairs, {} wall pairs; largest displacement since the rebuild {:.4e} m{}",
+                self.step + 1,
+                self.time + self.dt,
+                self.ps.n_owned,
+                self.ps.n_ghosts(),
+                self.pairs.len(),
+                self.wall_pairs.len(),
+                moved.d2max.sqrt(),
+                if self.need_rebuild {
+                    "; rebuild next"
+                } else {
+                    ""
+                }
+            );
+        }
         self.step += 1;
         self.time += self.dt;
         if let Some(st) = &mut self.strainer {
@@ -1627,7 +1831,25 @@ impl Simulation {
             let root = self.comm.is_root();
             if let Some(c) = &mut self.cell {
                 let name = c.current().map(|s| s.name.clone()).unwrap_or_default();
-                if c.check_done(unb) && root {
+                // a stage ending by its `steps` without its goals is said (issue 32): the
+                // goals as they stand before the stage ends
+                let limit = c.current().and_then(|s| s.steps);
+                let by_steps = limit.is_some_and(|n| c.iter >= n) && !c.all_ok;
+                let report = by_steps.then(|| c.goals_report());
+                let done = c.check_done(unb);
+                if done && by_steps {
+                    if root {
+                        log::warn!(
+                            "cell: stage `{name}` ended after its {} steps without reaching its \
+                             goals, at step {}: {}",
+                            limit.unwrap_or(0),
+                            self.step,
+                            report.unwrap_or_default()
+                        );
+                    }
+                    c.missed.push(name.clone());
+                }
+                if done && root {
                     let wall = self.stage_clock.elapsed().as_secs_f64();
                     let cpu = crate::run::cpu_seconds() - self.stage_cpu;
                     log::info!(
@@ -1694,7 +1916,8 @@ impl Simulation {
     }
 
     /// The servo walls' `post_force` hook: F · n of this step's contacts on each plane wall and
-    /// their stiffness Σ k_N (the law's secant normal stiffness), exact sums over the ranks
+    /// their stiffness to a move within one step, Σ (dF_N/dδ + c_N/Δt) (the law's
+    /// `normal_response`: tangent spring and dashpot), exact sums over the ranks
     /// (the same bits on any layout). Collective; nothing without servo walls.
     fn servo_measure(&mut self) {
         let Some(sv) = &self.servo else {
@@ -1714,7 +1937,8 @@ impl Simulation {
             let wall = &self.walls[w];
             sums[s].add(self.slots.wall_force(k).dot(&wall.normal));
             let u_n = wall.gap(ps.pos[i], ps.radius[i]).min(0.0);
-            sums[6 + s].add(law.stiffnesses(&self.wall_pairs.state[k].phys, u_n).1);
+            let phys = &self.wall_pairs.state[k].phys;
+            sums[6 + s].add(law.normal_response(phys, u_n, self.dt));
         }
         self.comm.sum_exact(&mut sums);
         let f = std::array::from_fn(|s| sums[s].value());

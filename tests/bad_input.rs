@@ -306,6 +306,19 @@ bad!(
 );
 bad!(mesh_missing_file, At::Scene, 9, "no_such_mesh.stl");
 bad!(mesh_zero_axis, At::Scene, 10, "meshes[0].motion.axis");
+// Issue 32, defect 9: accepted before.
+bad!(
+    mesh_omega_huge,
+    At::Scene,
+    10,
+    "meshes[0].motion.omega: 1e300 rad/s at 1.4142e-1 m from the axis"
+);
+bad!(
+    dt_bare_number,
+    At::Scene,
+    8,
+    "dt: `1e-5` is a bare number: write `dt: Fixed(1e-5)`"
+);
 bad!(
     mesh_table_order,
     At::Scene,
@@ -833,4 +846,83 @@ fn help() {
         );
     }
     assert!(entries(&tmp.0).is_empty(), "wrote {:?}", entries(&tmp.0));
+}
+
+/// Issue 32, defect 9: a mesh that lies wholly outside the domain (no sphere can ever touch
+/// it: a misplaced `translate`, or other units) is warned about, naming the mesh.
+#[test]
+fn mesh_outside_the_domain_is_warned() {
+    let stl = std::fs::read(bad_dir().join("mesh_square.stl")).unwrap();
+    let scene = two_spheres(
+        "\n    domain: Domain(lo: (-0.05, -0.05, -0.05), hi: (0.1, 0.05, 0.05)),\n    \
+         meshes: [Mesh(file: \"square.stl\", material: \"s\", translate: (0.0, 0.0, 0.5))],",
+    );
+    let w = Written::new(
+        "mesh_outside",
+        &[("scene.ron", scene.as_bytes()), ("square.stl", &stl)],
+    );
+    let tmp = TempDir::new("mesh_outside_run");
+    let o = demhpc(&tmp.0, &["check", w.path("scene.ron").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.lines().any(|l| l.contains("WARN")
+            && l.contains("meshes[0]")
+            && l.contains("outside the domain")),
+        "{}",
+        describe(&o)
+    );
+    // inside: no such warning
+    let scene = scene.replace("translate: (0.0, 0.0, 0.5)", "translate: (0.0, 0.0, -0.02)");
+    let w = Written::new(
+        "mesh_inside",
+        &[("scene.ron", scene.as_bytes()), ("square.stl", &stl)],
+    );
+    let o = demhpc(&tmp.0, &["check", w.path("scene.ron").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("outside the domain"),
+        "{}",
+        describe(&o)
+    );
+}
+
+/// Significant digits of a number as printed (`2.890e-1` → 4, `6.324555320336759e-5` → 16).
+fn significant_digits(num: &str) -> usize {
+    let mantissa = num.split(['e', 'E']).next().unwrap();
+    mantissa
+        .chars()
+        .filter(char::is_ascii_digit)
+        .skip_while(|&c| c == '0')
+        .count()
+}
+
+/// Issue 32, defect 9: times in warnings carry 4 significant digits (`6.325e-5 s`), not the
+/// 16 of a full f64 (`6.324555320336759e-5 s`).
+#[test]
+fn times_in_warnings_have_four_significant_digits() {
+    let scene = two_spheres("").replace("dt: PWave(0.1)", "dt: Fixed(3.3333333e-4)");
+    let w = Written::new("dt_digits", &[("scene.ron", scene.as_bytes())]);
+    let tmp = TempDir::new("dt_digits_run");
+    let o = demhpc(&tmp.0, &["check", w.path("scene.ron").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let warn: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains("dt"))
+        .collect();
+    assert!(!warn.is_empty(), "no dt warning: {}", describe(&o));
+    for l in warn {
+        let words: Vec<&str> = l.split_whitespace().collect();
+        for pair in words
+            .windows(2)
+            .filter(|p| p[1].trim_end_matches([',', ':', ')']) == "s")
+        {
+            let n = pair[0];
+            if n.parse::<f64>().is_ok() {
+                assert!(significant_digits(n) <= 4, "`{n} s` in `{l}`");
+            }
+        }
+        assert!(l.contains("3.333e-4 s"), "{l}");
+    }
 }

@@ -192,3 +192,70 @@ fn simple_shear_flips_bitwise_on_ranks_and_across_restart() {
         .join(format!("o3_1/checkpoints/ckpt_{ck_step:010}.h5"));
     restart_matches(&tmp, &ck, 1, steps, "o1_1");
 }
+
+/// Issue 32, defect 7: stages whose goals cannot be reached are not passed over in silence.
+/// A stage that pulls to +1 GPa ends by its 200 steps without its goal: a warning names it;
+/// the next, compressing to −1e15 Pa, is still running when the run reaches the scene's step
+/// limit (`run: Steps(500)`): a warning names it, and the final summary says that the run
+/// ended inside it (a shorter `--steps`, a segment of a chain of jobs, is no warning). Both on
+/// 1 and 2 ranks (rank 0 says it, once). The run still exits 0 with its outputs.
+#[test]
+fn unreached_stage_goals_are_warned() {
+    let stages = "
+        Stage(name: \"pull\", goal: (1e9, 1e9, 1e9), max_strain_rate: (2.0, 2.0, 2.0),
+              steps: Some(200)),
+        Stage(name: \"crush\", goal: (-1e15, -1e15, -1e15), max_strain_rate: (2.0, 2.0, 2.0)),
+    ";
+    let tmp = TempDir::new("cell_unreached");
+    std::fs::write(
+        tmp.0.join("scene.ron"),
+        periodic_packing(0.5, "output: Output(series_every: 100),", stages)
+            .replace("run: Steps(400000)", "run: Steps(500)"),
+    )
+    .unwrap();
+    for ranks in [1, 2] {
+        let out = format!("o{ranks}");
+        // info logging (no `-q`): the final summary
+        let mut cmd = match ranks {
+            1 => std::process::Command::new(BIN),
+            n => {
+                let mut c = std::process::Command::new("mpirun");
+                c.args(["--oversubscribe", "-n", &n.to_string(), BIN]);
+                c
+            }
+        };
+        cmd.args([
+            "--threads",
+            "1",
+            "--steps",
+            "500",
+            "--out",
+            &out,
+            "scene.ron",
+        ])
+        .current_dir(&tmp.0);
+        let o = mpi_env(&mut cmd).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        let warn = |needle: &str| {
+            err.lines()
+                .filter(|l| l.contains("WARN") && l.contains(needle))
+                .count()
+        };
+        assert_eq!(
+            warn("stage `pull` ended after its 200 steps without reaching its goals"),
+            1,
+            "{err}"
+        );
+        assert_eq!(
+            warn("the run ended at its last step (500) in stage `crush`"),
+            1,
+            "{err}"
+        );
+        assert!(
+            err.lines()
+                .any(|l| l.contains("INFO") && l.contains("unfinished stage `crush`")),
+            "{err}"
+        );
+    }
+}

@@ -257,3 +257,78 @@ fn hertz_step_beyond_the_rayleigh_bound_is_warned() {
         );
     }
 }
+
+/// `demhpc ARGS` on `ranks` ranks (mpirun beyond 1) with `env` set, without `-q`.
+fn logged(ranks: usize, args: &[&str], env: &[(&str, &str)], dir: &Path) -> Output {
+    let mut cmd = match ranks {
+        1 => std::process::Command::new(BIN),
+        n => {
+            let mut c = std::process::Command::new("mpirun");
+            c.args(["--oversubscribe", "-n", &n.to_string(), BIN]);
+            c
+        }
+    };
+    cmd.args(["--threads", "1"]).args(args).current_dir(dir);
+    mpi_env(&mut cmd);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// Issue 32, defect 11: `-v` (and `RUST_LOG=debug`) log what a user debugging a scene needs —
+/// the rank grid and cuts chosen, why each neighbour rebuild happened, the balancing
+/// decisions, the checkpoint's timings per rank — and `-vv` the per-step detail (`TRACE`);
+/// without them none of it. 2 ranks (every rank logs its own lines at debug).
+#[test]
+fn verbose_flags_log_debug_and_trace_lines() {
+    let tmp = TempDir::new("cli-verbose");
+    std::fs::write(tmp.0.join("scene.ron"), settle_with_checkpoints(300, 1)).unwrap();
+    let run = |flags: &[&str], env: &[(&str, &str)], out: &str| {
+        let mut args = flags.to_vec();
+        args.extend(["--steps", "2000", "--out", out, "scene.ron"]);
+        let o = logged(2, &args, env, &tmp.0);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{flags:?} {env:?}: {}",
+            describe(&o)
+        );
+        stderr(&o)
+    };
+    let lines = |err: &str, level: &str, needle: &str| {
+        err.lines()
+            .filter(|l| l.contains(&format!("[{level}")) && l.contains(needle))
+            .count()
+    };
+    let plain = run(&[], &[], "o0");
+    assert!(
+        !plain.contains("[DEBUG") && !plain.contains("[TRACE"),
+        "{plain}"
+    );
+    for (flags, env, out) in [
+        (&["-v"][..], &[][..], "o1"),
+        (&[][..], &[("RUST_LOG", "debug")][..], "o2"),
+        (&["-vv"][..], &[][..], "o3"),
+    ] {
+        let err = run(flags, env, out);
+        let ctx = format!("{flags:?} {env:?}:\n{err}");
+        assert!(lines(&err, "DEBUG", "rank grid 2×1×1") >= 1, "{ctx}");
+        assert!(lines(&err, "DEBUG", "cuts") >= 1, "{ctx}");
+        assert!(lines(&err, "DEBUG", "rebuild at step") >= 2, "{ctx}");
+        assert!(lines(&err, "DEBUG", "balance") >= 1, "{ctx}");
+        for rank in [0, 1] {
+            let per_rank = err.lines().any(|l| {
+                l.contains("[DEBUG")
+                    && l.contains("checkpoint")
+                    && l.contains(&format!("rank {rank}:"))
+            });
+            assert!(per_rank, "no checkpoint timing of rank {rank}: {ctx}");
+        }
+        let trace = lines(&err, "TRACE", "step ");
+        match flags.first() {
+            Some(&"-vv") => assert!(trace >= 2000, "{trace} trace lines: {ctx}"),
+            _ => assert_eq!(trace, 0, "{ctx}"),
+        }
+    }
+}

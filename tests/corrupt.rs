@@ -380,7 +380,7 @@ fn the_checksums_verify_with_h5py() {
     let good = checkpoint(&tmp, 2);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check_checkpoint.py");
     let run = |f: &Path| {
-        Command::new("/usr/bin/python3")
+        python3()
             .arg(&script)
             .arg(f)
             .output()
@@ -478,6 +478,160 @@ fn random_bit_flips_never_crash_the_reader() {
         assert!(
             String::from_utf8_lossy(&o.stderr).contains("damaged checkpoint"),
             "{ctx}"
+        );
+    }
+}
+
+/// 27 lattice spheres settling on a floor, an inlet filling 60 spheres above them and an outlet
+/// (x > 45 mm) removing a column of them and some of the new ones: 300 steps, a checkpoint
+/// at the end with wall contacts, inlet gids (27 + k) and outlet deletions (issue 32).
+const FLOW: &str = r#"Scene(
+    materials: [Frict(name: "g", young: 1e6, poisson: 0.25, friction_angle: 0.5, density: 2500.0)],
+    walls: [Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "g")],
+    spheres: [Lattice(material: "g", spacing: 0.02, counts: (3, 3, 3), radius: 0.004,
+                      origin: (0.0, 0.0, -0.005999), seed: 1)],
+    gravity: (0.0, 0.0, -9.81), damping: 0.5,
+    dt: Fixed(1e-5), skin: 0.001, run: Steps(300),
+    domain: Domain(lo: (-0.01, -0.01, -0.01), hi: (0.08, 0.08, 0.15)),
+    output: Output(series_every: 100),
+    inlets: [Inlet(name: "top", region: Box(lo: (0.0, 0.0, 0.07), hi: (0.06, 0.06, 0.13)),
+                   material: "g", psd: Uniform(0.006, 0.008), rate: Fill(60), every: 10, seed: 3)],
+    outlets: [Outlet(name: "side", region: HalfSpace(point: (0.045, 0.0, 0.0), normal: (1.0, 0.0, 0.0)),
+                     every: 100)],
+)"#;
+
+/// The checkpoint of [`FLOW`] at step 300, written on one rank.
+fn flow_checkpoint(tmp: &TempDir) -> PathBuf {
+    std::fs::write(tmp.0.join("flow.ron"), FLOW).unwrap();
+    let o = demhpc(1, 1, &["--out", "flow", "flow.ron"], &tmp.0);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    tmp.0.join("flow/checkpoints/ckpt_0000000300.h5")
+}
+
+/// The engine text of a checkpoint (`text/engines`).
+fn engines_text(file: &Path) -> String {
+    let f = hdf5::File::open(file).unwrap();
+    let b = f.dataset("text/engines").unwrap().read_raw::<u8>().unwrap();
+    String::from_utf8(b).unwrap()
+}
+
+/// Issue 32, defect 1: `demhpc info` bounds the gids as a restart does (the initial spheres,
+/// then each inlet's range), so a good checkpoint of a run with an inlet is no longer called
+/// damaged; and the restart continues from it.
+#[test]
+fn info_accepts_a_checkpoint_of_a_run_with_an_inlet() {
+    let tmp = TempDir::new("corrupt-info-inlet");
+    let good = flow_checkpoint(&tmp);
+    let gids = hdf5::File::open(&good)
+        .unwrap()
+        .dataset("particles/gid")
+        .unwrap()
+        .read_raw::<u64>()
+        .unwrap();
+    assert!(gids.iter().any(|&g| g >= 27), "no inlet gid in the file");
+    let i = info(&good);
+    assert_eq!(i.status.code(), Some(0), "{}", describe(&i));
+    assert!(
+        String::from_utf8_lossy(&i.stdout).contains("integrity       ok"),
+        "{}",
+        describe(&i)
+    );
+    let (o, _) = restart(&tmp, &good, 1, "310");
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+}
+
+/// Issue 32, defect 2: checkpoints whose checksums were recomputed after an edit (a forged or
+/// hand-repaired file) but whose bookkeeping does not add up are refused (exit 2, naming the
+/// dataset) on restart on 1 and 2 ranks and by `demhpc info`: an inlet's counter lowered
+/// below the gids it issued (the restart would issue them again), counters raised or lowered
+/// so that initial + inserted − removed is not the particles present, a gid of 2⁴⁰ + 5
+/// (inside the inlet's range, beyond its counter), a wall contact of a gid that is no
+/// particle, and a sphere contact of two gids that are no particles (dropped unread before).
+#[test]
+fn forged_bookkeeping_is_refused() {
+    let tmp = TempDir::new("corrupt-bookkeeping");
+    let good = flow_checkpoint(&tmp);
+    let text = engines_text(&good);
+    // the counters as written: inlet `top` issued 60, outlet `side` removed 19
+    for needle in ["(\"top\",60,", "(\"side\",19,"] {
+        assert!(text.contains(needle), "{needle} not in {text}");
+    }
+    let bad = tmp.0.join("bad.h5");
+    // same-length edits of the engine text, every checksum recomputed: the dataset's, the
+    // root attributes' (which cover the text too) and the integrity block
+    let edit_text = |edits: &'static [(&'static str, &'static str)]| {
+        move |s: &Path, d: &Path| {
+            let mut info = demhpc::io::checkpoint::read_info(s).unwrap();
+            for (from, to) in edits {
+                assert_eq!(from.len(), to.len());
+                info.engines = info.engines.replacen(from, to, 1);
+            }
+            let text = info.engines.clone();
+            rewrite::<u8>(s, d, "text/engines", |v| v.copy_from_slice(text.as_bytes()));
+            let f = hdf5::File::open_rw(d).unwrap();
+            f.attr("attrs_crc32c")
+                .unwrap()
+                .write_scalar(&info.digest())
+                .unwrap();
+            drop(f);
+            reseal(d);
+        }
+    };
+    type Case = (&'static str, Box<dyn Fn(&Path, &Path)>, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            "inlet counter lowered (60 → 11)",
+            Box::new(edit_text(&[("(\"top\",60,", "(\"top\",11,")])),
+            "text/engines",
+        ),
+        (
+            "inlet counter raised (60 → 99)",
+            Box::new(edit_text(&[("(\"top\",60,", "(\"top\",99,")])),
+            "text/engines",
+        ),
+        (
+            "outlet counter lowered (19 → 18)",
+            Box::new(edit_text(&[("(\"side\",19,", "(\"side\",18,")])),
+            "text/engines",
+        ),
+        (
+            "both lowered by one: the counts add up, the last inlet gid is beyond the counter",
+            Box::new(edit_text(&[
+                ("(\"top\",60,", "(\"top\",59,"),
+                ("(\"side\",19,", "(\"side\",18,"),
+            ])),
+            "particles/gid",
+        ),
+        (
+            "gid 2^40 + 5",
+            Box::new(|s, d| rewrite::<u64>(s, d, "particles/gid", |v| v[2] = (1 << 40) + 5)),
+            "particles/gid",
+        ),
+        (
+            "wall contact of gid 1e9",
+            Box::new(|s, d| rewrite::<u64>(s, d, "wall_contacts/gid", |v| v[0] = 1_000_000_000)),
+            "wall_contacts/gid",
+        ),
+    ];
+    for (case, make, what) in &cases {
+        make(&good, &bad);
+        for ranks in [1, 2] {
+            refused(&tmp, &bad, ranks, what, case);
+        }
+    }
+    // a sphere contact of two gids that are no particles, in the settle's checkpoint (which
+    // has sphere contacts)
+    let settle = checkpoint(&tmp, 1);
+    rewrite::<u64>(&settle, &bad, "contacts/gid1", |v| v[0] = 100_000);
+    let bad2 = tmp.0.join("bad2.h5");
+    rewrite::<u64>(&bad, &bad2, "contacts/gid2", |v| v[0] = 100_001);
+    for ranks in [1, 2] {
+        refused(
+            &tmp,
+            &bad2,
+            ranks,
+            "contacts/gid1, gid2",
+            "contact of two absent gids",
         );
     }
 }

@@ -13,7 +13,10 @@ fn hooke_settle_follows_lammps_kinetic_energy() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = std::env::temp_dir().join(format!("demhpc_lammps_hooke_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    // `-s`: the user's site packages never shadow the system's (issue 32)
     let ok = std::process::Command::new("python3")
+        .arg("-s")
+        .env("PYTHONNOUSERSITE", "1")
         .arg(root.join("bench/data/gen_settle.py"))
         .args(["8000", dir.to_str().unwrap()])
         .output()

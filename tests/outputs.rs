@@ -80,7 +80,7 @@ fn notice(msg: &str) {
 
 /// Is `/usr/bin/python3` with h5py there? Prints a notice when not.
 fn have_h5py(test: &str) -> bool {
-    let ok = Command::new(PYTHON)
+    let ok = support::python3()
         .args(["-c", "import h5py"])
         .output()
         .map(|o| o.status.success())
@@ -95,7 +95,7 @@ fn have_h5py(test: &str) -> bool {
 
 /// Run an inline Python script with arguments; panics with its output if it fails.
 fn python(script: &str, args: &[&Path]) -> String {
-    let o = Command::new(PYTHON)
+    let o = support::python3()
         .arg("-c")
         .arg(script)
         .args(args)
@@ -632,4 +632,101 @@ fn unbalanced_is_finite_without_contact_forces() {
             assert_eq!(r[col(&h, "unbalanced")], want, "{name}: {r:?}");
         }
     }
+}
+
+/// 27 lattice spheres and an inlet adding 200 (every 10 steps, as room allows) in zero
+/// gravity: the particle count grows from 27 to 227 during the 200 steps. A series row and a
+/// progress line every step.
+const INLET: &str = r#"Scene(
+    name: "inlet_out",
+    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.5, density: 2500.0)],
+    spheres: [Lattice(material: "g", spacing: 0.02, counts: (3, 3, 3), radius: 0.004, seed: 1)],
+    dt: Fixed(1e-5), skin: 0.001, run: Steps(200),
+    domain: Domain(lo: (-0.01, -0.01, -0.01), hi: (0.08, 0.08, 0.08)),
+    output: Output(series_every: 1, progress_s: 0.0),
+    inlets: [Inlet(name: "box", region: Box(lo: (0.0, 0.0, 0.0), hi: (0.06, 0.06, 0.06)), material: "g",
+                   psd: Uniform(0.004, 0.008), rate: Fill(200), every: 10, seed: 7)],
+)"#;
+
+/// Run `scene` (written as `scene.ron`) on one process with info logging into `out`; returns
+/// (temp dir, output dir, stderr).
+fn run_logged(test: &str, scene: &str) -> (TempDir, PathBuf, String) {
+    let tmp = TempDir::new(test);
+    std::fs::write(tmp.0.join("scene.ron"), scene).unwrap();
+    let out = tmp.0.join("out");
+    let o = Command::new(BIN)
+        .args(["--threads", "1", "--out"])
+        .arg(&out)
+        .arg("scene.ron")
+        .current_dir(&tmp.0)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run demhpc");
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    (tmp, out, err)
+}
+
+/// Issue 32, defect 4: with an inlet, `timing.json` and the log count the particles present
+/// at each step, not the initial 27: `particle_steps` is the sum over the steps of the
+/// particles each step advanced (the series' `n_particles`, one row per step), the rate is
+/// it over `wall_s`, `particles` the count at the end; each progress line names the
+/// particles of its step, and the summary the particle-steps.
+#[test]
+fn timing_counts_the_particles_present_at_each_step() {
+    let (_tmp, out, err) = run_logged("timing_inlet", INLET);
+    let (head, rows) = read_series(&out);
+    let n = col(&head, "n_particles");
+    assert_eq!(rows.len(), 200);
+    let per_step: Vec<u64> = rows.iter().map(|r| r[n] as u64).collect();
+    let total: u64 = per_step.iter().sum();
+    let last = *per_step.last().unwrap();
+    assert!(last > 200, "the inlet inserted too few: {per_step:?}");
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("timing.json")).unwrap())
+            .expect("timing.json is JSON");
+    assert_eq!(t["particles"].as_u64(), Some(last), "{t}");
+    assert_eq!(t["particle_steps"].as_u64(), Some(total), "{t}");
+    let rate = t["particle_steps_per_s"].as_f64().unwrap();
+    let wall = t["wall_s"].as_f64().unwrap();
+    assert!(
+        close(rate * wall, total as f64, 1e-9),
+        "{rate} × {wall} vs {total}"
+    );
+    // a progress line per step, each with the particles of its step
+    let mut seen = 0;
+    for l in err.lines().filter(|l| l.starts_with("[INFO ] step ")) {
+        let step: usize = l
+            .split("step ")
+            .nth(1)
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let want = format!(" {} particles ", per_step[step - 1]);
+        assert!(l.contains(&want), "step {step}: `{want}` not in `{l}`");
+        seen += 1;
+    }
+    assert!(seen >= 199, "{seen} progress lines: {err}");
+    let done = err.lines().find(|l| l.contains("done:")).unwrap();
+    assert!(
+        done.contains(&format!("{total} particle-steps"))
+            && done.contains(&format!("{last} particles at the end")),
+        "{done}"
+    );
+}
+
+/// Issue 32, defect 5: `timing.json` is JSON whatever the scene name holds (a quote, a
+/// a brace): it parses, and gives the name back.
+#[test]
+fn timing_json_is_json_with_a_quote_in_the_scene_name() {
+    let scene = SCENE.replace("name: \"two_spheres_out\"", r#"name: "say \"hi\" {x}""#);
+    let (_tmp, out, _) = run_logged("timing_quote", &scene);
+    let text = std::fs::read_to_string(out.join("timing.json")).unwrap();
+    let t: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("timing.json is not JSON ({e}):\n{text}"));
+    assert_eq!(t["scene"].as_str(), Some(r#"say "hi" {x}"#), "{t}");
+    assert_eq!(t["steps"].as_u64(), Some(STEPS), "{t}");
 }

@@ -151,3 +151,63 @@ fn sigterm_stops_the_setup_under_mpirun() {
     );
     assert!(!out.exists(), "wrote the output directory");
 }
+
+/// 512 000 spheres on a lattice: generated in about a second, then the overlap check and the
+/// first neighbour build take seconds more — set-up that no stop flag was looked at in.
+const MANY: &str = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, friction_angle: 0.5, density: 2600.0)],
+    spheres: [Lattice(material: "g", spacing: 0.0021, counts: (80, 80, 80), radius: 0.001, seed: 1)],
+    dt: PWave(0.5),
+    run: Steps(10),
+)"#;
+
+/// Issue 32, defect 10: SIGTERM once the spheres exist — during the overlap check, the
+/// balancing or the first neighbour build — ends the set-up there: exit 1, "stopped by
+/// SIGTERM during the set-up", no step run and no checkpoint written (before: the run went on
+/// to its first step and wrote a checkpoint of it, 19–28 s for 2.9e7 spheres). The signal is
+/// sent once the run's header line (`N particles, … steps 0 → 10`), printed just before the
+/// first neighbour build, appears.
+#[test]
+fn sigterm_after_the_spheres_exist_stops_the_setup() {
+    let tmp = TempDir::new("sigterm_after_generation");
+    let p = tmp.0.join("many.ron");
+    std::fs::write(&p, MANY).unwrap();
+    let mut child = single(&tmp.0, &p)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(err).lines() {
+            let line = line.unwrap_or_default();
+            if line.contains("512000 particles") {
+                tx.send(()).ok();
+            }
+            all += &line;
+            all.push('\n');
+        }
+        all
+    });
+    let header = rx.recv_timeout(Duration::from_secs(120));
+    assert!(header.is_ok(), "no header line: {:?}", child.kill());
+    // SAFETY: plain FFI: a signal to our own child, which has not been reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    let mut out = String::new();
+    child.stdout.take().unwrap().read_to_string(&mut out).ok();
+    let err = reader.join().unwrap();
+    assert_eq!(status.code(), Some(1), "{out}{err}");
+    assert!(
+        err.contains("stopped by SIGTERM during the set-up (the first neighbour build)"),
+        "{err}"
+    );
+    assert!(!out.contains("stopped by SIGTERM at step"), "{out}");
+    let ck = tmp.0.join("out/checkpoints");
+    let written: Vec<_> = std::fs::read_dir(&ck).map_or(Vec::new(), |d| d.collect());
+    assert!(written.is_empty(), "checkpoints written: {written:?}");
+}

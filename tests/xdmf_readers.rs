@@ -276,6 +276,7 @@ fn paraview_reads_drum_snapshots() {
     cmd.arg(script("xdmf_paraview.py"))
         .arg(out.join("snapshots.xmf"));
     mpi_env(&mut cmd);
+    no_user_site(&mut cmd);
     let install =
         "ParaView: scripts/setup.sh --peers, or apt-get install paraview python3-paraview";
     let Some(text) = read_with("paraview_reads_drum_snapshots", cmd, install) else {
@@ -289,13 +290,19 @@ fn paraview_reads_drum_snapshots() {
     }
 }
 
+/// The meshio reader's command for the snapshots in `out`.
+fn meshio_command(out: &Path) -> Command {
+    let mut cmd = python3();
+    cmd.arg(script("xdmf_meshio.py"))
+        .arg(out.join("snapshots.xmf"));
+    cmd
+}
+
 /// meshio, grid by grid: always on (CI fails rather than skips when it is missing).
 #[test]
 fn meshio_reads_drum_snapshots() {
     let (_tmp, out, tris) = run_drum("meshio_reads_drum_snapshots");
-    let mut cmd = Command::new(PYTHON);
-    cmd.arg(script("xdmf_meshio.py"))
-        .arg(out.join("snapshots.xmf"));
+    let cmd = meshio_command(&out);
     let install = "scripts/setup.sh installs python3-meshio";
     let Some(text) = read_with("meshio_reads_drum_snapshots", cmd, install) else {
         assert!(
@@ -314,4 +321,46 @@ fn meshio_reads_drum_snapshots() {
         .filter(|n| n.starts_with(".meshio"))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Issue 32, defect 12: the readers see the packages `scripts/setup.sh` installed, not a
+/// user's own: a user-site NumPy (`pip install --user`; NumPy 2 broke Debian's meshio with
+/// `np.string_`) is stood in for by one whose import fails, in a user base of this test
+/// (`PYTHONUSERBASE`); the meshio reader must still read the drum.
+#[test]
+fn readers_ignore_the_users_site_packages() {
+    let (tmp, out, tris) = run_drum("readers_ignore_the_users_site_packages");
+    let base = tmp.0.join("userbase");
+    let site = Command::new(PYTHON)
+        .args(["-c", "import site; print(site.getusersitepackages())"])
+        .env("PYTHONUSERBASE", &base)
+        .output()
+        .unwrap();
+    let site = PathBuf::from(String::from_utf8(site.stdout).unwrap().trim());
+    assert!(site.starts_with(&base), "{}", site.display());
+    std::fs::create_dir_all(site.join("numpy")).unwrap();
+    std::fs::write(
+        site.join("numpy/__init__.py"),
+        "raise AttributeError('`np.string_` was removed in the NumPy 2.0 release (user site)')\n",
+    )
+    .unwrap();
+    // the stand-in is what a plain interpreter imports
+    let plain = Command::new(PYTHON)
+        .args(["-c", "import numpy"])
+        .env("PYTHONUSERBASE", &base)
+        .env_remove("PYTHONNOUSERSITE")
+        .output()
+        .unwrap();
+    assert!(
+        !plain.status.success(),
+        "the user-site stand-in is not imported"
+    );
+    let mut cmd = meshio_command(&out);
+    cmd.env("PYTHONUSERBASE", &base);
+    let Some(text) = read_with("readers_ignore_the_users_site_packages", cmd, "meshio") else {
+        return;
+    };
+    let dumps = parse(&text);
+    assert_eq!(dumps.len(), 1);
+    check(&dumps[0], &out, &tris);
 }

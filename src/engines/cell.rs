@@ -262,6 +262,9 @@ pub struct CellEngine {
     pub started: bool,
     /// The friction angle a stage set last (the materials' and contacts').
     pub friction: Option<f64>,
+    /// The stages of this run that ended by their `steps` without their goals (named in the
+    /// run's summary; not checkpointed).
+    pub missed: Vec<String>,
 }
 
 impl CellEngine {
@@ -292,6 +295,7 @@ impl CellEngine {
             flips: 0,
             started: false,
             friction: None,
+            missed: Vec::new(),
         }
     }
 
@@ -322,6 +326,47 @@ impl CellEngine {
     /// Log strains ln F_ii (Yade `PeriTriaxController.strain`).
     pub fn strain(&self) -> V3 {
         V3::from_fn(|a, _| self.trsf[(a, a)].ln())
+    }
+
+    /// The current stage's goals against where the cell is, for messages: per axis the stress
+    /// (last servo value) or the log strain and its goal, the shear stress goals, and the
+    /// unbalanced force against its maximum.
+    pub fn goals_report(&self) -> String {
+        let Some(st) = self.current() else {
+            return String::new();
+        };
+        let strain = self.strain();
+        let mut parts: Vec<String> = (0..3)
+            .map(|a| {
+                let ax = ["xx", "yy", "zz"][a];
+                match st.stress_mask[a] {
+                    true => format!("σ_{ax} {:.4e} Pa (goal {:.4e})", self.stress[a], st.goal[a]),
+                    false => format!(
+                        "log strain {ax} {:.4e} (goal {:.4e})",
+                        strain[a], st.goal[a]
+                    ),
+                }
+            })
+            .collect();
+        for (k, &(a, b)) in SHEAR.iter().enumerate().filter(|(k, _)| st.shear_mask[*k]) {
+            let ax = ["x", "y", "z"];
+            parts.push(format!(
+                "σ_{}{} {:.4e} Pa (goal {:.4e})",
+                ax[a],
+                ax[b],
+                self.stress_tensor[(a, b)],
+                st.shear_goal[k]
+            ));
+        }
+        let unb = match self.unbalanced {
+            Some(u) => format!("{u:.3e}"),
+            None => "not measured (the goals did not hold)".into(),
+        };
+        parts.push(format!(
+            "unbalanced force {unb} (max {:.3e})",
+            st.max_unbalanced
+        ));
+        parts.join(", ")
     }
 
     /// The servo of one step (Yade `PeriTriaxController::action`, before the integrator): the

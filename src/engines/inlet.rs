@@ -291,6 +291,7 @@ impl Inlet {
             grid.entry([c.x, c.y, c.z]).or_default().push(k as u32);
         }
         let mut met = true;
+        let seq0 = self.seq;
         while self.wants(time) {
             assert!(
                 self.seq < GID_STRIDE,
@@ -345,11 +346,23 @@ impl Inlet {
                 ps.push_owned(&p);
             }
         }
+        if comm.is_root() {
+            log::debug!(
+                "inlet `{}` at t = {time:.4e} s: {} spheres inserted ({} so far, {:.4e} kg, {} \
+                 placement attempts){}",
+                self.name,
+                self.seq - seq0,
+                self.seq,
+                self.mass,
+                self.tries,
+                if met { "" } else { "; no room for more" }
+            );
+        }
         if !met && !self.warned {
             self.warned = true;
             if comm.is_root() {
                 log::warn!(
-                    "inlet `{}`: no room for a sphere after {} attempts at t = {time:e} s: the \
+                    "inlet `{}`: no room for a sphere after {} attempts at t = {time:.3e} s: the \
                      rate cannot be met (the achieved count and mass are in series.csv)",
                     self.name,
                     self.attempts

@@ -85,6 +85,21 @@ pub struct FlowState {
     inlets: Vec<(String, u64, f64, u64)>,
 }
 
+/// Per inlet (scene order) its name and the spheres it issued, and the particles all outlets
+/// removed ([`FlowState::counters`]).
+pub type FlowCounters = (Vec<(String, u64)>, u64);
+
+impl FlowState {
+    /// Per inlet (scene order): its name and the spheres it issued (sequence numbers
+    /// 0..issued), and the particles all outlets removed: the bookkeeping a checkpoint's
+    /// particles must agree with (`io::checkpoint::GidBook`).
+    pub fn counters(&self) -> FlowCounters {
+        let inlets = self.inlets.iter().map(|i| (i.0.clone(), i.1)).collect();
+        let removed = self.outlets.iter().fold(0u64, |s, o| s.saturating_add(o.1));
+        (inlets, removed)
+    }
+}
+
 impl Flow {
     /// `None` without engines: the step then pays nothing for them.
     pub fn new(engines: Vec<FlowEngine>) -> Option<Self> {

@@ -62,6 +62,15 @@ impl Outlet {
         let mut m = [mass];
         comm.sum_exact(&mut m);
         self.mass.merge(&m[0]);
-        self.count += comm.sum_u64(n);
+        let removed = comm.sum_u64(n);
+        self.count += removed;
+        if comm.is_root() {
+            log::debug!(
+                "outlet `{}`: {removed} particles removed ({} so far, {:.4e} kg)",
+                self.name,
+                self.count,
+                self.mass.value()
+            );
+        }
     }
 }

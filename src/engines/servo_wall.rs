@@ -5,7 +5,13 @@
 //! moves at a strain rate (the axes outside the stress mask).
 //!
 //! Two hooks: `post_force` measures, on each wall, the normal force of this step's contacts
-//! F · n and the stiffness K = Σ k_N of its contacts (exact sums over the ranks); `pre_force`
+//! F · n and their stiffness to a move made within one step, K = Σ (dF_N/dδ + c_N/Δt) (exact
+//! sums over the ranks; `FrictLaw::normal_response`: the tangent spring and the dashpot — a
+//! wall moved by d over a step also approaches its spheres at d/Δt). With the secant spring
+//! alone (K = Σ k_N, before issue 32) a viscous contact's force answered a move many times
+//! more than K said (and a Hertz spring 1.5 times): the walls overshot every step, and a
+//! loose, sparse box froze with the walls' forces and velocities flipping sign every step
+//! while its edges stayed put; `pre_force`
 //! of the next step turns them into the wall's velocity, so the contact loop books the
 //! boundary's work with the velocity the wall then moves at (energy budget). Yade's update
 //! (`TriaxialStressController::controlExternalStress`): the displacement that would bring the
@@ -65,8 +71,8 @@ pub struct ServoWalls {
     /// The domain's period along each axis (used for an axis without walls).
     pub period: [f64; 3],
     /// Per box wall ([`Self::slot`]: x lower, x upper, y lower, …): F · n of the last step's
-    /// contacts [N] (< 0 in compression) and their stiffness Σ k_N [N/m]; `measured` once
-    /// they hold a step's values.
+    /// contacts [N] (< 0 in compression) and their stiffness to a move within one step,
+    /// Σ (dF_N/dδ + c_N/Δt) [N/m]; `measured` once they hold a step's values.
     pub force_n: [f64; 6],
     pub stiffness: [f64; 6],
     pub measured: bool,

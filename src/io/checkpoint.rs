@@ -531,6 +531,7 @@ fn info_of_sim(
 /// rank — is returned on every rank; `latest` still names the last good checkpoint.
 pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) -> Result<()> {
     let comm = &sim.comm;
+    let t0 = std::time::Instant::now();
     let mut l = collect(sim);
     let counts = [l.gid.len(), l.c_gid1.len(), l.w_gid.len()].map(|c| c as u64);
     let offs = counts.map(|c| comm.exscan_u64(c));
@@ -608,6 +609,7 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
         }
         Ok(())
     })();
+    let t_data = t0.elapsed().as_secs_f64();
     match written {
         Ok(()) => w.close()?,
         Err(e) => {
@@ -615,6 +617,18 @@ pub fn write(sim: &Simulation, scene_text: &str, scene_file: &str, path: &Path) 
             return Err(e);
         }
     }
+    // each rank's share (`-v`): a slow rank shows here, not in rank 0's total
+    log::debug!(
+        "rank {}: checkpoint {} at step {}: {} particle, {} contact, {} wall-contact rows; \
+         collected and written in {t_data:.3} s, closed after {:.3} s",
+        comm.rank(),
+        path.display(),
+        sim.step,
+        counts[0],
+        counts[1],
+        counts[2],
+        t0.elapsed().as_secs_f64()
+    );
     let published = if comm.is_root() {
         seal(&tmp, data_ranges).and_then(|()| publish(&tmp, path))
     } else {
@@ -793,7 +807,7 @@ impl Fault {
 }
 
 /// The error for a checkpoint whose contents are wrong (exit 2).
-fn damaged(path: &Path, what: impl std::fmt::Display) -> Error {
+pub fn damaged(path: &Path, what: impl std::fmt::Display) -> Error {
     Error::Input(format!(
         "{}: damaged checkpoint: {what}; restart from an earlier checkpoint",
         path.display()
@@ -1114,13 +1128,125 @@ fn v3(v: &[f64], k: usize) -> V3 {
 
 /// What the scene allows in a checkpoint of it: gids below `max_gid`, material indices below
 /// `n_materials`, `n_walls` plane walls, wall-contact indices below `n_walls + n_facets` (mesh
-/// facets are wall contacts too, `contact::facet`).
-#[derive(Clone, Copy, Debug)]
+/// facets are wall contacts too, `contact::facet`), and, where the engine text was read, the
+/// gids its counters say exist (`book`).
+#[derive(Clone, Debug)]
 pub struct Limits {
     pub max_gid: u64,
     pub n_materials: usize,
     pub n_walls: usize,
     pub n_facets: usize,
+    pub book: Option<GidBook>,
+}
+
+/// The particles' bookkeeping of a checkpoint: the scene's initial spheres have gids
+/// 0..`initial`; inlet i (scene order) issued the gids initial + i·2⁴⁰ + 0..issued
+/// (`engines::inlet::GID_STRIDE`; its counter in `text/engines`); the outlets removed
+/// `removed` particles. So every gid is one of those, and the file holds initial + Σ issued −
+/// removed particles: a forged counter (lowered, the restart would issue gids again; raised)
+/// or a gid outside every range shows.
+#[derive(Clone, Debug, Default)]
+pub struct GidBook {
+    pub initial: u64,
+    /// Per inlet: its name and the spheres it issued.
+    pub inlets: Vec<(String, u64)>,
+    pub removed: u64,
+}
+
+impl GidBook {
+    /// Is `g` a gid the counters account for? `Err` says why not.
+    fn check(&self, g: u64) -> std::result::Result<(), String> {
+        if g < self.initial {
+            return Ok(());
+        }
+        let stride = crate::engines::inlet::GID_STRIDE;
+        let (i, k) = ((g - self.initial) / stride, (g - self.initial) % stride);
+        match self.inlets.get(i as usize) {
+            Some((_, issued)) if k < *issued => Ok(()),
+            Some((name, issued)) => Err(format!(
+                "gid {g} would be sphere {k} of inlet `{name}`, which issued {issued} (its \
+                 counter in text/engines)"
+            )),
+            None => Err(format!(
+                "gid {g} is neither one of the scene's {} spheres nor an inlet's ({} inlets)",
+                self.initial,
+                self.inlets.len()
+            )),
+        }
+    }
+
+    /// initial + Σ issued − removed, `None` when the counters cannot be (negative, overflow).
+    fn present(&self) -> Option<u64> {
+        let issued = (self.inlets.iter()).try_fold(0u64, |s, (_, n)| s.checked_add(*n))?;
+        self.initial.checked_add(issued)?.checked_sub(self.removed)
+    }
+}
+
+impl Limits {
+    /// The limits a checkpoint of `scene` whose engine text is `engines` must keep: the same
+    /// for a restart and for `demhpc info` (gids below the initial spheres' count plus each
+    /// inlet's range, the materials, walls and facets of the scene, the counters of the
+    /// engine text). `Err`: the engine text does not parse or does not fit the scene (damage,
+    /// naming `text/engines`).
+    pub fn of(scene: &crate::scene::Scene, engines: &str) -> std::result::Result<Self, String> {
+        let n_inlets = scene.n_inlets();
+        let (inlets, removed) = crate::sim::flow_counters(engines)
+            .map_err(|e| format!("text/engines: {e}"))?
+            .unwrap_or_default();
+        if inlets.len() as u64 != n_inlets {
+            return Err(format!(
+                "text/engines: counters of {} inlets, the scene has {n_inlets}",
+                inlets.len()
+            ));
+        }
+        Ok(Limits {
+            // the initial gids, then each inlet's range (`engines::inlet::GID_STRIDE`)
+            max_gid: scene.summary.n + n_inlets * crate::engines::inlet::GID_STRIDE,
+            n_materials: scene.materials.len(),
+            n_walls: scene.walls.len(),
+            n_facets: scene.meshes.iter().map(|m| m.body.len()).sum(),
+            book: Some(GidBook {
+                initial: scene.summary.n,
+                inlets,
+                removed,
+            }),
+        })
+    }
+
+    /// The gid `g` of a particle row is possible: below `max_gid` and, with the engines'
+    /// counters, one they issued.
+    fn check_gid(&self, g: u64) -> std::result::Result<(), String> {
+        if g >= self.max_gid {
+            return Err(format!(
+                "gid {g} ≥ {} (the scene's particles and its inlets' ranges)",
+                self.max_gid
+            ));
+        }
+        match &self.book {
+            Some(b) => b.check(g),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The particle count the engines' counters give (`GidBook`) against the file's, before
+/// anything is read: a counter changed by hand shows here.
+pub fn check_counts(path: &Path, info: &CheckpointInfo, limits: &Limits) -> Result<()> {
+    let Some(b) = &limits.book else {
+        return Ok(());
+    };
+    let issued: u128 = b.inlets.iter().map(|i| i.1 as u128).sum();
+    if b.present() == Some(info.n_particles) {
+        return Ok(());
+    }
+    Err(damaged(
+        path,
+        format!(
+            "text/engines: the inlets' and outlets' counters give {} initial + {issued} inserted \
+             − {} removed particles, the file holds {} (particles/gid)",
+            b.initial, b.removed, info.n_particles
+        ),
+    ))
 }
 
 /// One particle row as read, checked against the limits: `Err` says what is impossible.
@@ -1131,12 +1257,9 @@ fn check_particle(
 ) -> std::result::Result<(), String> {
     let finite = |v: &V3| v.iter().all(|x| x.is_finite());
     let q = p.ori.quaternion();
+    let gid = lim.check_gid(p.gid);
     let checks: [(bool, &str, String); 10] = [
-        (
-            p.gid < lim.max_gid,
-            "gid",
-            format!("gid {} ≥ {} (the scene's particles)", p.gid, lim.max_gid),
-        ),
+        (gid.is_ok(), "gid", gid.clone().err().unwrap_or_default()),
         (
             finite(&p.pos),
             "pos",
@@ -1658,6 +1781,28 @@ pub fn check_global(path: &Path, info: &CheckpointInfo, r: &Restored, comm: &Com
             format!("contacts/gid1, gid2: a contact names gid {g}, which is no particle"),
         ));
     }
+    // Every contact is kept by the owner of its particle 1 (which wrote it, beside that
+    // particle), every wall contact by its sphere's owner: a row naming no particle at all
+    // was kept by no rank.
+    let kept = r.contacts.iter().filter(|((a, _), _)| mine(a)).count() as u64;
+    let all = [
+        comm.sum_u64(kept),
+        comm.sum_u64(r.wall_contacts.len() as u64),
+    ];
+    let rows = [info.n_contacts, info.n_wall_contacts];
+    let what = ["contacts/gid1, gid2", "wall_contacts/gid"];
+    for k in 0..2 {
+        if all[k] != rows[k] {
+            return Err(damaged(
+                path,
+                format!(
+                    "{}: {} of the {} rows name a particle of the file, the others gids \
+                     that are no particle",
+                    what[k], all[k], rows[k]
+                ),
+            ));
+        }
+    }
     Ok(())
 }
 
@@ -1705,9 +1850,11 @@ pub fn inspect(path: &Path, info: &CheckpointInfo, limits: Option<Limits>) -> Re
                 n_materials: u16::MAX as usize + 1,
                 n_walls,
                 n_facets: crate::mesh::MAX_FACETS,
+                book: None,
             }
         }
     };
+    check_counts(path, info, &limits)?;
     let r = read_local(path, info, &limits, &Wanted::all())?;
     check_global(path, info, &r, &comm)?;
     Ok(format!(

@@ -16,13 +16,15 @@ use nalgebra::{Rotation3, Unit};
 /// about five times that.
 const MAX_STL_BYTES: u64 = 512 << 20;
 
-/// Read and validate the meshes. `cell`: the broad phase's smallest cell (2 (r_max + skin)).
+/// Read and validate the meshes. `cell`: the broad phase's smallest cell (2 (r_max + skin));
+/// `dt`: the time step (a mesh may not move further than the smallest sphere's radius in one).
 pub(super) fn build_meshes(
     ctx: &Ctx,
     specs: &[MeshSpec],
     mats: &[Material],
     cell: f64,
     spheres: &Summary,
+    dt: f64,
 ) -> Result<Vec<Mesh>> {
     let mut out = Vec::new();
     let mut total = 0usize;
@@ -66,6 +68,7 @@ pub(super) fn build_meshes(
         stl::validate(&s).map_err(|e| fail(e.to_string()))?;
         total += s.tris.len();
         let mesh = Mesh::new(spec.file.clone(), material, s.tris, motion, cell);
+        check_speed(ctx, &p, &mesh, spheres.rmin, dt)?;
         warn_scale(ctx, &p, &mesh, spheres);
         out.push(mesh);
     }
@@ -128,6 +131,84 @@ fn motion(ctx: &Ctx, p: &str, m: &MotionSpec) -> Result<Motion> {
             }
         }
     })
+}
+
+/// A mesh whose fastest point moves more than the smallest sphere's radius in one step would
+/// pass through spheres between two steps (and `omega: 1e300` made every pose, and with it
+/// the friction of its contacts, meaningless): refused at the motion's field, naming the
+/// speed (issue 32). Fixed meshes, and scenes without initial spheres, are not checked.
+fn check_speed(ctx: &Ctx, p: &str, mesh: &Mesh, rmin: f64, dt: f64) -> Result<()> {
+    let vertices = || mesh.body.iter().flatten();
+    let (field, speed, what) = match mesh.motion {
+        Motion::Fixed => return Ok(()),
+        Motion::Translate { velocity } => (
+            "velocity",
+            velocity.norm(),
+            format!("{:e} m/s", velocity.norm()),
+        ),
+        Motion::Rotate {
+            point, axis, omega, ..
+        } => {
+            // the vertex farthest from the axis
+            let arm = vertices()
+                .map(|v| (v - point).cross(&axis).norm())
+                .fold(0.0, f64::max);
+            let what =
+                format!("{omega:e} rad/s at {arm:.4e} m from the axis (its farthest vertex)");
+            ("omega", omega.abs() * arm, what)
+        }
+        Motion::Oscillate {
+            amplitude,
+            frequency,
+            ..
+        } => {
+            let v = amplitude.norm() * 2.0 * std::f64::consts::PI * frequency;
+            ("frequency", v, format!("{v:e} m/s at most"))
+        }
+        Motion::Table { ref points } => {
+            let v = points
+                .windows(2)
+                .map(|w| (w[1].1 - w[0].1).norm() / (w[1].0 - w[0].0))
+                .fold(0.0, f64::max);
+            ("points", v, format!("{v:e} m/s at most"))
+        }
+    };
+    let step = speed * dt;
+    if !rmin.is_finite() || step <= rmin {
+        return Ok(());
+    }
+    Err(ctx.err(
+        &format!("{p}.motion.{field}"),
+        format!(
+            "{what} moves the mesh {step:.3e} m per step of {dt:.3e} s, more than the smallest \
+             sphere's radius {rmin:.3e} m: spheres would pass through it (a unit mistake? \
+             omega is in rad/s)"
+        ),
+    ))
+}
+
+/// A mesh that lies wholly outside the domain — beyond it by more than the largest radius on
+/// some side, over the whole run (`swept`: the box it sweeps) — can never touch a sphere: most
+/// likely a `translate` or a `scale` in other units. Warned (issue 32), naming the mesh.
+pub(super) fn warn_outside(ctx: &Ctx, k: usize, swept: (V3, V3), domain: (V3, V3), rmax: f64) {
+    let (lo, hi) = swept;
+    let (dlo, dhi) = (domain.0.add_scalar(-rmax), domain.1.add_scalar(rmax));
+    if (0..3).all(|a| hi[a] >= dlo[a] && lo[a] <= dhi[a]) {
+        return;
+    }
+    let v = |x: &V3| format!("({:.4e}, {:.4e}, {:.4e})", x.x, x.y, x.z);
+    let e = ctx.err(
+        &format!("meshes[{k}].file"),
+        format!(
+            "meshes[{k}] lies entirely outside the domain: the mesh spans {} to {} m, the \
+             domain {} to {} m — no sphere can touch it (a `translate` or `scale` mistake?)",
+            v(&lo),
+            v(&hi),
+            v(&domain.0),
+            v(&domain.1)
+        ),
+    );
+    log::warn!("{e}");
 }
 
 /// A mesh 1000 times larger than the spheres' bounding box is most likely in other units

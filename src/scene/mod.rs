@@ -291,6 +291,27 @@ fn syntax_error(
                 None => at(pos, format!("field `{field}` given twice")),
             }
         }
+        // RON wants a name (an enum variant) here and found a bare word: for a number (`dt:
+        // 1e-5`) it suggested a raw identifier `r#1e-5`, which is never what a scene needs
+        E::SuggestRawIdentifier(word) | E::InvalidIdentifier(word) => {
+            let path = locs.path_at(pos.0, pos.1);
+            let msg = match (path, word.parse::<f64>().is_ok()) {
+                (Some("dt"), true) => format!(
+                    "dt: `{word}` is a bare number: write `dt: Fixed({word})` (seconds) or \
+                     `dt: PWave(0.5)` (a fraction of the p-wave critical step)"
+                ),
+                (p, true) => format!(
+                    "{}`{word}` is a bare number where a name is expected (an enum variant, \
+                     such as `Fixed({word})`; docs/scene-format.md)",
+                    p.map(|p| format!("{p}: ")).unwrap_or_default()
+                ),
+                (p, false) => format!(
+                    "{}`{word}` is not a name this field takes (docs/scene-format.md)",
+                    p.map(|p| format!("{p}: ")).unwrap_or_default()
+                ),
+            };
+            at(pos, msg)
+        }
         code => {
             let msg = match locs.path_at(pos.0, pos.1) {
                 Some(p) => format!("{p}: {code}"),
@@ -325,8 +346,14 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
     };
     let steps = run_steps(ctx, &sf.run, dt)?;
     let explicit = given_domain.is_some();
-    let meshes =
-        meshes::build_meshes(ctx, &sf.meshes, &materials, 2.0 * (base.rmax + skin), &base)?;
+    let meshes = meshes::build_meshes(
+        ctx,
+        &sf.meshes,
+        &materials,
+        2.0 * (base.rmax + skin),
+        &base,
+        dt,
+    )?;
     if !meshes.is_empty() && sf.replicate != [1, 1, 1] {
         return Err(ctx.err("replicate", "not with meshes (they are not copied)"));
     }
@@ -339,6 +366,10 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
     });
     if let Some(b) = bad {
         return Err(b.error(ctx));
+    }
+    for (k, m) in meshes.iter().enumerate() {
+        let swept = meshes::swept_box(m, steps as f64 * dt);
+        meshes::warn_outside(ctx, k, swept, (domain.lo, domain.hi), base.rmax);
     }
     let tile = domain.size();
     let mut summary = replicate(ctx, sf.replicate, explicit, &mut domain, &mut walls, &base)?;
@@ -764,6 +795,35 @@ impl Scene {
             |e: &&crate::engines::FlowEngine| matches!(e, crate::engines::FlowEngine::Inlet(_));
         self.flow.iter().filter(inlet).count() as u64
     }
+
+    /// The box whose open axes the ranks cut into subdomains (`Simulation::new`): the initial
+    /// centres' box (wrapped into the cell), grown to hold every inlet's region and the box
+    /// each mesh sweeps during the run, clipped to the domain — where particles will be.
+    /// With the initial centres alone, a scene whose spheres come from an inlet (one sphere
+    /// in a corner) had a box of zero width, and every 3-rank grid was refused as thinner
+    /// than the halo (issue 32).
+    pub fn decomposition_box(&self) -> (V3, V3) {
+        let (mut lo, mut hi) = (self.summary.lo, self.summary.hi);
+        let t_end = self.steps as f64 * self.dt;
+        let inlets = self.flow.iter().filter_map(|e| match e {
+            crate::engines::FlowEngine::Inlet(i) => Some((i.lo, i.hi)),
+            _ => None,
+        });
+        let meshes = self.meshes.iter().map(|m| meshes::swept_box(m, t_end));
+        for (a, b) in inlets.chain(meshes) {
+            lo = lo.inf(&a);
+            hi = hi.sup(&b);
+        }
+        let d = &self.domain;
+        for a in 0..3 {
+            // (nothing placed at all leaves the empty box +∞..−∞)
+            if lo[a] <= hi[a] {
+                lo[a] = lo[a].clamp(d.lo[a], d.hi[a]);
+                hi[a] = hi[a].clamp(d.lo[a], d.hi[a]);
+            }
+        }
+        (lo, hi)
+    }
 }
 
 /// Most spheres of its smallest size an inlet's box may hold (volume ratio).
@@ -1036,7 +1096,7 @@ fn inlet(
     let crit = mat.pwave_step(0.5 * psd.min());
     if dt > crit {
         log::warn!(
-            "{}: {p}.psd: dt {dt:e} s exceeds the p-wave critical step {crit:e} s of its \
+            "{}: {p}.psd: dt {dt:.3e} s exceeds the p-wave critical step {crit:.3e} s of its \
              smallest spheres",
             ctx.file.display()
         );
@@ -1227,7 +1287,7 @@ fn warn_rayleigh(ctx: &Ctx, dt: f64, materials: &[Material], rmin: f64) {
         .fold(f64::INFINITY, f64::min);
     if dt > 0.2 * t_r {
         log::warn!(
-            "{}: dt {dt:e} s exceeds 0.2 of the Rayleigh time {t_r:e} s of the smallest Hertz \
+            "{}: dt {dt:.3e} s exceeds 0.2 of the Rayleigh time {t_r:.3e} s of the smallest Hertz \
              sphere: the contacts may be under-resolved (use a smaller step or PWave)",
             ctx.file.display()
         );
@@ -1251,7 +1311,7 @@ fn time_step(ctx: &Ctx, spec: &TimeStepSpec, pwave: f64) -> Result<f64> {
             }
             if dt > pwave {
                 log::warn!(
-                    "{}: dt {dt:e} s exceeds the p-wave critical step {pwave:e} s: the run \
+                    "{}: dt {dt:.3e} s exceeds the p-wave critical step {pwave:.3e} s: the run \
                      may blow up (use PWave(safety) or a smaller step)",
                     ctx.file.display()
                 );
@@ -2110,13 +2170,16 @@ pub fn check_overlaps(scene: &Scene, ps: &Particles, comm: &Comm) -> Result<()> 
     let mut grid = crate::collide::CellGrid::default();
     let mut cands = Vec::new();
     let cell = crate::cell::Cell::boxed(V3::zeros(), V3::repeat(1.0));
+    let mut watch = crate::signals::SetupWatch::new("the overlap check", None);
+    watch.tick(0)?;
     crate::collide::sphere_candidates(ps, 0.0, &cell, &mut grid, &mut cands);
     let warn = scene.interaction_radius.is_none();
     let mut deep = 0u64;
     let mut first = (u64::MAX, u64::MAX);
     // (overlap / smaller radius, pair) of the deepest overlap over the warning's threshold
     let mut worst = (0.0f64, (u64::MAX, u64::MAX));
-    for c in &cands {
+    for (k, c) in cands.iter().enumerate() {
+        watch.tick(k as u64)?;
         // particle 1 (`c.i`) has the lower gid; a ghost there is another rank's to judge
         let (i, j) = (c.i as usize, c.j as usize);
         if i >= ps.n_owned {

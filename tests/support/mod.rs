@@ -75,6 +75,22 @@ pub fn mpi_env(cmd: &mut Command) -> &mut Command {
         .env_remove("RUST_LOG")
 }
 
+/// The Python of the packages `scripts/setup.sh` installs (Debian's h5py, NumPy, meshio), with
+/// the user's site directory ignored: `-s`, and `PYTHONNOUSERSITE` for the interpreters it
+/// starts. A user-site NumPy 2 (`pip install --user`) broke Debian's meshio (`np.string_`),
+/// and with it the tests (issue 32).
+pub fn python3() -> Command {
+    let mut cmd = Command::new("/usr/bin/python3");
+    cmd.arg("-s");
+    no_user_site(&mut cmd);
+    cmd
+}
+
+/// The user's site directory ignored by a program embedding Python (`pvbatch`).
+pub fn no_user_site(cmd: &mut Command) -> &mut Command {
+    cmd.env("PYTHONNOUSERSITE", "1")
+}
+
 /// Run demhpc to completion (see [`command`]).
 pub fn demhpc(ranks: usize, threads: usize, args: &[&str], cwd: &Path) -> Output {
     command(ranks, threads, args, cwd)

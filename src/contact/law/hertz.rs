@@ -97,6 +97,14 @@ impl FrictLaw for HertzMindlin {
         p.kn * (-u_n).max(0.0).sqrt()
     }
 
+    /// dF_N/dδ = 1.5 kn √δ (the tangent of kn δ^{3/2}, 1.5 times the secant) plus the
+    /// Tsuji dashpot's γ_N/Δt = cn δ^{1/4}/Δt.
+    #[inline(always)]
+    fn normal_response(&self, p: &FrictPhys, u_n: f64, dt: f64) -> f64 {
+        let sd = (-u_n).max(0.0).sqrt();
+        1.5 * p.kn * sd + p.cn * sd.sqrt() / dt
+    }
+
     /// (2/5) kn δ^{5/2} (the Hertz potential, ∫ kn δ^{3/2} dδ) − F_a δ (the DMT attraction's,
     /// constant while in contact) + ½ S_T(δ) |ξ|² (the Mindlin spring at its current
     /// stiffness; the "history" model is not conservative when δ changes under a held ξ — that

@@ -76,6 +76,12 @@ impl FrictLaw for Hooke {
         (n * f_n + ft, xi)
     }
 
+    /// kn + m* γ_N/Δt: the normal dashpot is m* γ_N (`cn` holds m*).
+    #[inline(always)]
+    fn normal_response(&self, p: &FrictPhys, _u_n: f64, dt: f64) -> f64 {
+        p.kn + p.cn * self.gamma_n / dt
+    }
+
     /// ½ kn δ² + ½ kt |ξ|² (the history is the shear displacement ξ).
     #[inline(always)]
     fn elastic_energy(&self, p: &FrictPhys, u_n: f64, xi: V3, _r_eff: f64) -> f64 {

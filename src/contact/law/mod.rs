@@ -111,6 +111,18 @@ pub trait FrictLaw {
         p.kn
     }
 
+    /// How much the normal force of a contact at normal displacement `u_n` changes per unit of
+    /// a normal move made within one step of length `dt` [N/m]: the spring's tangent
+    /// stiffness dF_N/dδ plus the dashpot's c_N/Δt (a move d in one step is a normal velocity
+    /// d/Δt too). What the servo walls divide a force error by (`engines::servo_wall`): with
+    /// the secant spring alone they moved a viscous contact by many times what its force
+    /// answered, and flipped every step (issue 32). The linear laws' kn + cn/Δt unless a law
+    /// says otherwise.
+    #[inline(always)]
+    fn normal_response(&self, p: &FrictPhys, _u_n: f64, dt: f64) -> f64 {
+        p.kn + p.cn / dt
+    }
+
     /// Energy tracking (scene `energy: true`): the dissipation of one step `c` — (frictional
     /// slip work, viscous work) [J], both ≥ 0 for a passive law — or `None` for a law that
     /// does not split them (the scene refuses energy tracking then). Slip work is the energy
@@ -212,6 +224,15 @@ impl FrictLawKind {
             FrictLawKind::CundallStrack => contact_energy(&linear::CundallStrack, roll, c, dt),
             FrictLawKind::HertzMindlin(h) => contact_energy(h, roll, c, dt),
             FrictLawKind::Hooke(h) => contact_energy(h, roll, c, dt),
+        }
+    }
+
+    /// [`FrictLaw::normal_response`] of this law.
+    pub fn normal_response(&self, p: &FrictPhys, u_n: f64, dt: f64) -> f64 {
+        match self {
+            FrictLawKind::CundallStrack => linear::CundallStrack.normal_response(p, u_n, dt),
+            FrictLawKind::HertzMindlin(h) => h.normal_response(p, u_n, dt),
+            FrictLawKind::Hooke(h) => h.normal_response(p, u_n, dt),
         }
     }
 
