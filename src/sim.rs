@@ -1859,8 +1859,8 @@ impl Simulation {
     pub fn set_friction(&mut self, phi: f64) {
         for m in &mut self.materials {
             match m {
-                crate::material::Material::Frict(f) => f.friction_angle = phi,
-                crate::material::Material::Hertz(h) => h.friction_angle = phi,
+                crate::material::Material::Frict(f) => (f.friction_angle, f.friction) = (phi, None),
+                crate::material::Material::Hertz(h) => (h.friction_angle, h.friction) = (phi, None),
                 crate::material::Material::Hooke(h) => h.xmu = phi.tan(),
                 crate::material::Material::Cpm(_) => {}
             }

@@ -164,6 +164,18 @@ bad!(
     "must share surface_energy"
 );
 bad!(friction_angle, At::Scene, 9, "materials[0].friction_angle");
+bad!(
+    friction_twice,
+    At::Scene,
+    10,
+    "materials[0].coefficientFriction: give either"
+);
+bad!(
+    radius_and_diameter,
+    At::Scene,
+    10,
+    "spheres[1].diameter: give either `radius` or `diameter`"
+);
 bad!(restitution, At::Scene, 11, "materials[0].restitution");
 // CPM materials (issue 20: Yade names as aliases, friction as an angle or a tangent).
 bad!(cpm_friction_twice, At::Scene, 8, "not both");

@@ -301,8 +301,9 @@ fn syntax_error(
     }
 }
 
-fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
+fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
     let materials = build_materials(ctx, &sf.materials)?;
+    resolve_sizes(ctx, &mut sf.spheres)?;
     let mut walls = build_walls(ctx, &sf.walls, &materials)?;
     let given_domain = sf
         .domain
@@ -909,7 +910,22 @@ fn inlet(
     if mat.cpm().is_some() {
         return Err(ctx.err(&format!("{p}.material"), "inlets take frictional materials"));
     }
-    let pp = format!("{p}.psd");
+    let (spec, pp) = match (&s.psd, &s.radii) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.err(
+                &format!("{p}.radii"),
+                "give either `psd` (diameters) or `radii`, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(ctx.err(
+                &p,
+                "missing the size distribution: `psd` (diameters) or `radii`",
+            ))
+        }
+        (Some(d), None) => (d.clone(), written(ctx, &p, &["psd", "diameters"])),
+        (None, Some(r)) => (r.scaled(2.0), format!("{p}.radii")),
+    };
     let pos = |v: f64| ctx.positive(&pp, v);
     let bounds = |min: f64, max: f64| -> Result<()> {
         pos(min)?;
@@ -919,7 +935,7 @@ fn inlet(
         }
         Ok(())
     };
-    let psd = match &s.psd {
+    let psd = match &spec {
         PsdSpec::Constant(d) => Psd::Constant(pos(*d)?),
         PsdSpec::Uniform(a, b) => {
             bounds(*a, *b)?;
@@ -1451,22 +1467,72 @@ fn check_material_name(ctx: &Ctx, p: &str, name: &str, out: &[Material]) -> Resu
 }
 
 /// A frictional material's friction angle in [0, π/2) and restitution in (0, 1].
-fn check_friction_and_restitution(
+/// The path of a field of `base` as the scene writes it: `base.NAME` for the first of `names`
+/// (the demhpc name, then its aliases) that the file holds, else for the first name.
+fn written(ctx: &Ctx, base: &str, names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{base}.{n}"))
+        .find(|q| ctx.locs.has(q))
+        .unwrap_or_else(|| format!("{base}.{}", names[0]))
+}
+
+/// The names of a frictional material's friction fields: the angle (Yade's), the coefficient
+/// (LIGGGHTS', LAMMPS').
+const ANGLE_NAMES: [&str; 2] = ["friction_angle", "frictionAngle"];
+const FRICTION_NAMES: [&str; 2] = ["friction", "coefficientFriction"];
+
+/// The friction of material `p`, given as exactly one of an angle φ ∈ [0, π/2) [rad] and a
+/// coefficient μ = tan φ ≥ 0, each under any of its names (`angle_names`, `coef_names`;
+/// errors placed at the name written): (φ, μ as given or `None`), φ = atan μ for a coefficient.
+fn friction(
     ctx: &Ctx,
     p: &str,
-    friction_angle: f64,
-    restitution: Option<f64>,
-) -> Result<()> {
-    if !(0.0..std::f64::consts::FRAC_PI_2).contains(&friction_angle) {
-        return Err(ctx.err(
-            &format!("{p}.friction_angle"),
-            format!("must be in [0, π/2) radians, got {friction_angle}"),
-        ));
+    (angle, coef): (Option<f64>, Option<f64>),
+    angle_names: &[&str],
+    coef_names: &[&str],
+) -> Result<(f64, Option<f64>)> {
+    match (angle, coef) {
+        (Some(_), Some(_)) => Err(ctx.err(
+            &written(ctx, p, coef_names),
+            format!(
+                "give either `{}` (radians) or `{}` (the coefficient μ = tan φ), not both",
+                angle_names[0], coef_names[0]
+            ),
+        )),
+        (None, None) => Err(ctx.err(
+            p,
+            format!(
+                "missing the friction: `{}` (radians) or `{}` (the coefficient μ = tan φ)",
+                angle_names[0], coef_names[0]
+            ),
+        )),
+        (Some(a), None) => {
+            if !(0.0..std::f64::consts::FRAC_PI_2).contains(&a) {
+                return Err(ctx.err(
+                    &written(ctx, p, angle_names),
+                    format!("must be in [0, π/2) radians (not degrees), got {a}"),
+                ));
+            }
+            Ok((a, None))
+        }
+        (None, Some(mu)) => {
+            if !(mu >= 0.0 && mu.is_finite()) {
+                return Err(ctx.err(
+                    &written(ctx, p, coef_names),
+                    format!("the friction coefficient must be ≥ 0 and finite, got {mu}"),
+                ));
+            }
+            Ok((mu.atan(), Some(mu)))
+        }
     }
+}
+
+fn check_restitution(ctx: &Ctx, p: &str, restitution: Option<f64>) -> Result<()> {
     if let Some(e) = restitution {
         if !(e > 0.0 && e <= 1.0) {
             return Err(ctx.err(
-                &format!("{p}.restitution"),
+                &written(ctx, p, &["restitution", "coefficientRestitution"]),
                 format!("must be in (0, 1], got {e}"),
             ));
         }
@@ -1490,15 +1556,19 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
         match m {
             MaterialSpec::Frict(f) => {
                 check_material_name(ctx, &p, &f.name, &out)?;
-                ctx.positive(&format!("{p}.young"), f.young)?;
+                ctx.positive(&written(ctx, &p, &["young", "youngsModulus"]), f.young)?;
                 ctx.non_negative(&format!("{p}.poisson"), f.poisson)?;
                 ctx.positive(&format!("{p}.density"), f.density)?;
-                check_friction_and_restitution(ctx, &p, f.friction_angle, f.restitution)?;
+                let fr = (f.friction_angle, f.friction);
+                let (friction_angle, friction) =
+                    friction(ctx, &p, fr, &ANGLE_NAMES, &FRICTION_NAMES)?;
+                check_restitution(ctx, &p, f.restitution)?;
                 out.push(Material::Frict(FrictMat {
                     name: f.name.clone(),
                     young: f.young,
                     poisson: f.poisson,
-                    friction_angle: f.friction_angle,
+                    friction_angle,
+                    friction,
                     density: f.density,
                     restitution: f.restitution,
                 }));
@@ -1508,10 +1578,12 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                 ctx.positive(&format!("{p}.kn"), h.kn)?;
                 let kt = h.kt.unwrap_or(2.0 / 7.0 * h.kn);
                 ctx.positive(&format!("{p}.kt"), kt)?;
-                ctx.non_negative(&format!("{p}.gamma_n"), h.gamma_n)?;
+                ctx.non_negative(&written(ctx, &p, &["gamma_n", "gamman"]), h.gamma_n)?;
                 let gamma_t = h.gamma_t.unwrap_or(0.5 * h.gamma_n);
-                ctx.non_negative(&format!("{p}.gamma_t"), gamma_t)?;
-                ctx.non_negative(&format!("{p}.xmu"), h.xmu)?;
+                ctx.non_negative(&written(ctx, &p, &["gamma_t", "gammat"]), gamma_t)?;
+                let xmu_names = ["xmu", "friction", "coefficientFriction"];
+                let (phi, mu) =
+                    friction(ctx, &p, (h.friction_angle, h.xmu), &ANGLE_NAMES, &xmu_names)?;
                 ctx.positive(&format!("{p}.density"), h.density)?;
                 let m = HookeMat {
                     name: h.name.clone(),
@@ -1519,7 +1591,7 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                     kt,
                     gamma_n: h.gamma_n,
                     gamma_t,
-                    xmu: h.xmu,
+                    xmu: mu.unwrap_or_else(|| phi.tan()),
                     density: h.density,
                     coulomb_total: h.coulomb == CoulombSpec::Total,
                 };
@@ -1545,15 +1617,18 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
             }
             MaterialSpec::Hertz(h) => {
                 check_material_name(ctx, &p, &h.name, &out)?;
-                ctx.positive(&format!("{p}.young"), h.young)?;
+                ctx.positive(&written(ctx, &p, &["young", "youngsModulus"]), h.young)?;
                 ctx.positive(&format!("{p}.density"), h.density)?;
                 if !(0.0..0.5).contains(&h.poisson) {
                     return Err(ctx.err(
-                        &format!("{p}.poisson"),
+                        &written(ctx, &p, &["poisson", "poissonsRatio"]),
                         format!("Poisson's ratio must be in [0, 0.5), got {}", h.poisson),
                     ));
                 }
-                check_friction_and_restitution(ctx, &p, h.friction_angle, h.restitution)?;
+                let fr = (h.friction_angle, h.friction);
+                let (friction_angle, friction) =
+                    friction(ctx, &p, fr, &ANGLE_NAMES, &FRICTION_NAMES)?;
+                check_restitution(ctx, &p, h.restitution)?;
                 ctx.non_negative(&format!("{p}.surface_energy"), h.surface_energy)?;
                 // DMT adhesion is a law constant (Woo's functor parameter): one per scene
                 if let Some(Material::Hertz(o)) =
@@ -1574,7 +1649,8 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                     name: h.name.clone(),
                     young: h.young,
                     poisson: h.poisson,
-                    friction_angle: h.friction_angle,
+                    friction_angle,
+                    friction,
                     density: h.density,
                     restitution: h.restitution,
                     surface_energy: h.surface_energy,
@@ -1890,6 +1966,37 @@ fn build_spheres(
     Ok((out, scan.sum, scan.bad))
 }
 
+/// Every generator's size as a radius: each takes `radius` or `diameter` [m] (exactly one,
+/// positive and finite; errors at the name written), and a diameter becomes its half (exact).
+fn resolve_sizes(ctx: &Ctx, specs: &mut [SphereSpec]) -> Result<()> {
+    for (k, s) in specs.iter_mut().enumerate() {
+        let p = format!("spheres[{k}]");
+        let (r, d) = match s {
+            SphereSpec::Sphere(o) => (&mut o.radius, o.diameter),
+            SphereSpec::Lattice(l) => (&mut l.radius, l.diameter),
+            SphereSpec::RandomFill(f) => (&mut f.radius, f.diameter),
+            SphereSpec::DensePack(d) => (&mut d.radius, d.diameter),
+            SphereSpec::TextFile(_) | SphereSpec::LammpsData(_) => continue,
+        };
+        // `radius` defaults to NaN when not written (schema::unset)
+        let given = ctx.locs.has(&format!("{p}.radius")) || !r.is_nan();
+        *r = match (given, d) {
+            (true, Some(_)) => {
+                return Err(ctx.err(
+                    &format!("{p}.diameter"),
+                    "give either `radius` or `diameter`, not both",
+                ))
+            }
+            (false, None) => {
+                return Err(ctx.err(&p, "missing the size: `radius` or `diameter` [m]"))
+            }
+            (true, None) => ctx.positive(&format!("{p}.radius"), *r)?,
+            (false, Some(d)) => 0.5 * ctx.positive(&format!("{p}.diameter"), d)?,
+        };
+    }
+    Ok(())
+}
+
 /// Validate one generator (`p` = `spheres[k]`, `offset` = its first gid).
 fn source(ctx: &Ctx, p: &str, s: &SphereSpec, mats: &[Material], offset: u64) -> Result<Source> {
     let too_many = |field: &str| {
@@ -1964,13 +2071,22 @@ fn source(ctx: &Ctx, p: &str, s: &SphereSpec, mats: &[Material], offset: u64) ->
             check_pack_shape(ctx, p, &d.shape)?;
             let n = gen::dense_pack_count(d).map_err(|e| ctx.err(p, e))?;
             if n + offset > MAX_SPHERES {
-                return Err(too_many("radius"));
+                let size = if d.diameter.is_some() {
+                    "diameter"
+                } else {
+                    "radius"
+                };
+                return Err(too_many(size));
             }
             Source::DensePack(d.clone(), m)
         }
         SphereSpec::TextFile(t) => {
             let m = ctx.material(&format!("{p}.material"), &t.material, mats)?;
-            Source::Text(ctx.data_path(&format!("{p}.path"), &t.path)?, m)
+            Source::Text(
+                ctx.data_path(&format!("{p}.path"), &t.path)?,
+                m,
+                t.diameters,
+            )
         }
         SphereSpec::LammpsData(d) => lammps_source(ctx, p, d, mats)?,
     })
@@ -2490,5 +2606,125 @@ mod tests {
         }
         gids.sort_unstable();
         assert_eq!(gids, (0..32).collect::<Vec<u64>>());
+    }
+
+    /// A scene of one material `mat` and one generator `sphere` (issue 32: the friction and
+    /// size forms).
+    fn scene_with(mat: &str, sphere: &str) -> Result<Scene> {
+        let text = format!(
+            "Scene(\n  materials: [{mat}],\n  spheres: [{sphere}],\n  dt: Fixed(1e-5), \
+             run: Steps(1),\n  domain: Domain(lo: (-1.0, -1.0, -1.0), hi: (1.0, 1.0, 1.0)),\n)"
+        );
+        Scene::parse(&text, Path::new("t.ron"))
+    }
+
+    /// Every law takes its friction as an angle or a coefficient (Yade's, LIGGGHTS' and
+    /// LAMMPS' names), used as written: a coefficient gives tan φ = μ exactly; sizes as radius
+    /// or diameter; the errors point at the name written.
+    #[test]
+    fn friction_and_size_forms() {
+        let one = "Sphere(pos: (0.0, 0.0, 0.0), radius: 0.1, material: \"g\")";
+        let tan_phi = |mat: &str| {
+            let s = scene_with(mat, one).unwrap_or_else(|e| panic!("{mat}: {e}"));
+            let mix = crate::material::MixTable::new(&s.materials);
+            mix.get(0, 0).phys(0.1, 0.1, 1.0).tan_phi
+        };
+        for mat in [
+            "Frict(name: \"g\", young: 1e7, friction: 0.3, density: 2600.0)",
+            "Frict(name: \"g\", youngsModulus: 1e7, coefficientFriction: 0.3, density: 2600.0)",
+            "Hertz(name: \"g\", youngsModulus: 1e7, poissonsRatio: 0.3, coefficientFriction: 0.3, \
+             coefficientRestitution: 0.9, density: 2600.0)",
+            "Hooke(name: \"g\", kn: 1e5, gamman: 10.0, xmu: 0.3, density: 2600.0)",
+            "Hooke(name: \"g\", kn: 1e5, gamma_n: 10.0, coefficientFriction: 0.3, density: 2600.0)",
+        ] {
+            assert_eq!(tan_phi(mat), 0.3, "{mat}");
+        }
+        for mat in [
+            "Frict(name: \"g\", young: 1e7, frictionAngle: 0.3, density: 2600.0)",
+            "Hertz(name: \"g\", young: 1e7, poisson: 0.3, friction_angle: 0.3, density: 2600.0)",
+            "Hooke(name: \"g\", kn: 1e5, gamma_n: 10.0, friction_angle: 0.3, density: 2600.0)",
+        ] {
+            assert_eq!(tan_phi(mat), 0.3f64.tan(), "{mat}");
+        }
+        let frict = "Frict(name: \"g\", young: 1e7, friction_angle: 0.5, density: 2600.0)";
+        for (sphere, r) in [
+            (one, 0.1),
+            (
+                "Sphere(pos: (0.0, 0.0, 0.0), diameter: 0.3, material: \"g\")",
+                0.15,
+            ),
+            (
+                "Lattice(material: \"g\", spacing: 0.5, counts: (2, 1, 1), diameter: 0.2)",
+                0.1,
+            ),
+        ] {
+            let s = scene_with(frict, sphere).unwrap_or_else(|e| panic!("{sphere}: {e}"));
+            assert!(all(&s).iter().all(|p| p.radius == r), "{sphere}");
+        }
+        // errors at the field as written (line 2 holds the material, line 3 the spheres)
+        for (mat, sphere, want) in [
+            (
+                "Frict(name: \"g\", young: 1e7, friction_angle: 0.5, friction: 0.4, density: 1.0)",
+                one,
+                "t.ron:2:65: materials[0].friction: give either",
+            ),
+            (
+                "Hertz(name: \"g\", young: 1e7, poisson: 0.3, coefficientFriction: -1.0, density: 1.0)",
+                one,
+                "t.ron:2:58: materials[0].coefficientFriction: the friction coefficient must be",
+            ),
+            (
+                "Frict(name: \"g\", young: 1e7, frictionAngle: 30.0, density: 1.0)",
+                one,
+                "t.ron:2:44: materials[0].frictionAngle: must be in [0, π/2) radians",
+            ),
+            (
+                "Frict(name: \"g\", young: 1e7, density: 1.0)",
+                one,
+                "materials[0]: missing the friction",
+            ),
+            (
+                frict,
+                "Sphere(pos: (0.0, 0.0, 0.0), radius: 0.1, diameter: 0.2, material: \"g\")",
+                "t.ron:3:55: spheres[0].diameter: give either `radius` or `diameter`",
+            ),
+            (
+                frict,
+                "Sphere(pos: (0.0, 0.0, 0.0), diameter: -0.2, material: \"g\")",
+                "t.ron:3:42: spheres[0].diameter: must be positive",
+            ),
+            (
+                frict,
+                "Sphere(pos: (0.0, 0.0, 0.0), material: \"g\")",
+                "spheres[0]: missing the size",
+            ),
+        ] {
+            let e = scene_with(mat, sphere).unwrap_err().to_string();
+            assert!(e.contains(want), "{mat} {sphere}:\n{e}\nwanted {want}");
+        }
+    }
+
+    /// An inlet's sizes as diameters (`psd`, `diameters`) or radii (`radii`): the same
+    /// distribution of diameters.
+    #[test]
+    fn inlet_radii_are_half_diameters() {
+        let psd = |sizes: &str| {
+            let text = format!(
+                "Scene(\n  materials: [Frict(name: \"g\", young: 1e7, friction: 0.5, \
+                 density: 2600.0)],\n  spheres: [Sphere(pos: (0.05, 0.05, 0.05), radius: 0.01, \
+                 material: \"g\")],\n  dt: Fixed(1e-5), run: Steps(1),\n  domain: \
+                 Domain(lo: (0.0, 0.0, 0.0), hi: (1.0, 1.0, 1.0)),\n  inlets: [Inlet(name: \
+                 \"a\", region: Box(lo: (0.1, 0.1, 0.1), hi: (0.9, 0.9, 0.9)), material: \"g\", \
+                 {sizes}, rate: Fill(10))],\n)"
+            );
+            let s = Scene::parse(&text, Path::new("t.ron")).unwrap_or_else(|e| panic!("{e}"));
+            match &s.flow[0] {
+                crate::engines::FlowEngine::Inlet(i) => i.psd.clone(),
+                _ => panic!("not an inlet"),
+            }
+        };
+        let d = psd("psd: Normal(0.02, 0.002, 0.015, 0.025)");
+        assert_eq!(psd("diameters: Normal(0.02, 0.002, 0.015, 0.025)"), d);
+        assert_eq!(psd("radii: Normal(0.01, 0.001, 0.0075, 0.0125)"), d);
     }
 }
