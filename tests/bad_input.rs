@@ -268,6 +268,12 @@ bad!(zero_radius, At::Scene, 8, "spheres[0].radius");
 bad!(unknown_sphere_material, At::Scene, 9, "spheres[1].material");
 bad!(bad_blocked, At::Scene, 8, "spheres[0].blocked");
 bad!(no_spheres, At::Scene, 7, "no spheres");
+bad!(
+    empty_without_domain,
+    At::Scene,
+    7,
+    "spheres: a scene that starts without spheres needs a `domain`"
+);
 bad!(lattice_overlap, At::Scene, 11, "spheres[0].spacing");
 // Data files.
 bad!(missing_text_file, At::Scene, 9, "no_such_spheres.txt");

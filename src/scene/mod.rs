@@ -310,9 +310,14 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
         .as_ref()
         .map(|d| domain_spec(ctx, d))
         .transpose()?;
-    let (sources, base, bad) = build_spheres(ctx, &sf.spheres, &materials, &walls, &given_domain)?;
+    let (sources, mut base, bad) =
+        build_spheres(ctx, &sf.spheres, &materials, &walls, &given_domain)?;
+    // a scene that starts empty (a LIGGGHTS pour) is sized by its inlets
+    let mut empty_skin = None;
     if base.n == 0 {
-        return Err(ctx.err("spheres", "the scene has no spheres"));
+        let (summary, r_mean) = empty_scene(ctx, &sf, &materials, given_domain.is_some())?;
+        base = summary;
+        empty_skin = Some(0.2 * r_mean);
     }
     let gravity = ctx.finite3("gravity", sf.gravity)?;
     if !(0.0..1.0).contains(&sf.damping) {
@@ -322,7 +327,7 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
     warn_rayleigh(ctx, dt, &materials, base.rmin);
     let skin = match sf.skin {
         Some(s) => check_skin(ctx, ctx.positive("skin", s)?, base.rmax)?,
-        None => 0.2 * base.mean_radius(),
+        None => empty_skin.unwrap_or_else(|| 0.2 * base.mean_radius()),
     };
     let steps = run_steps(ctx, &sf.run, dt)?;
     let explicit = given_domain.is_some();
@@ -877,39 +882,68 @@ fn flow_engines(
     Ok(out)
 }
 
-/// Validate inlet `k` (`earlier`: the inlets before it, for unique names).
-#[allow(clippy::too_many_arguments)]
-fn inlet(
+/// The summary of a scene without spheres, from its inlets (the spheres to come): radius
+/// bounds (halo, placement checks), the p-wave step of each inlet's smallest sphere, and the
+/// box of the inlets' regions in place of the centres' (the decomposition of the open axes);
+/// with the mean of the inlets' smallest and largest radii (the default skin's 0.2 ×).
+/// Refused without an inlet (nothing would ever move) or without a `domain` (the default
+/// domain is the spheres' box).
+fn empty_scene(
     ctx: &Ctx,
-    k: usize,
-    s: &InletSpec,
-    earlier: &[InletSpec],
+    sf: &SceneFile,
     materials: &[Material],
-    summary: &Summary,
-    domain: &Domain,
-    dt: f64,
-) -> Result<crate::engines::inlet::Inlet> {
-    use crate::engines::inlet::{Inlet, Psd, Rate, GID_STRIDE};
-    use crate::engines::region::Region;
-    let p = format!("inlets[{k}]");
-    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    if s.name.is_empty() || s.name.len() > 64 || !s.name.chars().all(ok) {
+    explicit_domain: bool,
+) -> Result<(Summary, f64)> {
+    if sf.inlets.is_empty() {
         return Err(ctx.err(
-            &format!("{p}.name"),
-            "must be 1 to 64 letters, digits or `_` (it names series.csv columns)",
+            "spheres",
+            "the scene has no spheres and no inlet to bring any",
         ));
     }
-    if earlier.iter().any(|e| e.name == s.name) {
+    if !explicit_domain {
         return Err(ctx.err(
-            &format!("{p}.name"),
-            format!("inlet `{}` is defined twice", s.name),
+            "spheres",
+            "a scene that starts without spheres needs a `domain` (the default domain is the \
+             spheres' bounding box)",
         ));
     }
-    let material = ctx.material(&format!("{p}.material"), &s.material, materials)?;
-    let mat = &materials[material as usize];
-    if mat.cpm().is_some() {
-        return Err(ctx.err(&format!("{p}.material"), "inlets take frictional materials"));
+    let mut sum = Summary::default();
+    let mut r_mean = 0.0;
+    for (k, s) in sf.inlets.iter().enumerate() {
+        let p = format!("inlets[{k}]");
+        let m = ctx.material(&format!("{p}.material"), &s.material, materials)?;
+        let psd = inlet_psd(ctx, &p, s)?;
+        let (rmin, rmax) = (0.5 * psd.min(), 0.5 * psd.max());
+        sum.rmin = sum.rmin.min(rmin);
+        sum.rmax = sum.rmax.max(rmax);
+        sum.pwave = sum.pwave.min(materials[m as usize].pwave_step(rmin));
+        r_mean += 0.5 * (rmin + rmax) / sf.inlets.len() as f64;
+        // the region's box (validated with the inlet, later)
+        let (lo, hi) = match &s.region {
+            RegionSpec::Box { lo, hi } => (V3::from(*lo), V3::from(*hi)),
+            RegionSpec::Cylinder { a, b, radius } => {
+                let (a, b, r) = (V3::from(*a), V3::from(*b), V3::repeat(radius.abs()));
+                (a.inf(&b) - r, a.sup(&b) + r)
+            }
+            RegionSpec::HalfSpace { .. } => continue,
+        };
+        for (l, h) in [
+            (&mut sum.lo, &mut sum.hi),
+            (&mut sum.raw_lo, &mut sum.raw_hi),
+        ] {
+            *l = l.inf(&lo);
+            *h = h.sup(&hi);
+        }
+        sum.ext_lo = sum.ext_lo.inf(&lo);
+        sum.ext_hi = sum.ext_hi.sup(&hi);
     }
+    Ok((sum, r_mean))
+}
+
+/// The validated size distribution (of diameters) of inlet `p` (`s`): `psd` / `diameters`, or
+/// `radii` (doubled), exactly one; errors at the field as written.
+fn inlet_psd(ctx: &Ctx, p: &str, s: &InletSpec) -> Result<crate::engines::inlet::Psd> {
+    use crate::engines::inlet::Psd;
     let (spec, pp) = match (&s.psd, &s.radii) {
         (Some(_), Some(_)) => {
             return Err(ctx.err(
@@ -919,11 +953,11 @@ fn inlet(
         }
         (None, None) => {
             return Err(ctx.err(
-                &p,
+                p,
                 "missing the size distribution: `psd` (diameters) or `radii`",
             ))
         }
-        (Some(d), None) => (d.clone(), written(ctx, &p, &["psd", "diameters"])),
+        (Some(d), None) => (d.clone(), written(ctx, p, &["psd", "diameters"])),
         (None, Some(r)) => (r.scaled(2.0), format!("{p}.radii")),
     };
     let pos = |v: f64| ctx.positive(&pp, v);
@@ -935,7 +969,7 @@ fn inlet(
         }
         Ok(())
     };
-    let psd = match &spec {
+    Ok(match &spec {
         PsdSpec::Constant(d) => Psd::Constant(pos(*d)?),
         PsdSpec::Uniform(a, b) => {
             bounds(*a, *b)?;
@@ -973,6 +1007,46 @@ fn inlet(
             }
             Psd::discrete(t)
         }
+    })
+}
+
+/// Validate inlet `k` (`earlier`: the inlets before it, for unique names).
+#[allow(clippy::too_many_arguments)]
+fn inlet(
+    ctx: &Ctx,
+    k: usize,
+    s: &InletSpec,
+    earlier: &[InletSpec],
+    materials: &[Material],
+    summary: &Summary,
+    domain: &Domain,
+    dt: f64,
+) -> Result<crate::engines::inlet::Inlet> {
+    use crate::engines::inlet::{Inlet, Rate, GID_STRIDE};
+    use crate::engines::region::Region;
+    let p = format!("inlets[{k}]");
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if s.name.is_empty() || s.name.len() > 64 || !s.name.chars().all(ok) {
+        return Err(ctx.err(
+            &format!("{p}.name"),
+            "must be 1 to 64 letters, digits or `_` (it names series.csv columns)",
+        ));
+    }
+    if earlier.iter().any(|e| e.name == s.name) {
+        return Err(ctx.err(
+            &format!("{p}.name"),
+            format!("inlet `{}` is defined twice", s.name),
+        ));
+    }
+    let material = ctx.material(&format!("{p}.material"), &s.material, materials)?;
+    let mat = &materials[material as usize];
+    if mat.cpm().is_some() {
+        return Err(ctx.err(&format!("{p}.material"), "inlets take frictional materials"));
+    }
+    let psd = inlet_psd(ctx, &p, s)?;
+    let pp = match s.radii {
+        Some(_) => format!("{p}.radii"),
+        None => written(ctx, &p, &["psd", "diameters"]),
     };
     let rp = format!("{p}.region");
     let dmax = psd.max();
@@ -1052,7 +1126,7 @@ fn inlet(
     let crit = mat.pwave_step(0.5 * psd.min());
     if dt > crit {
         log::warn!(
-            "{}: {p}.psd: dt {dt:e} s exceeds the p-wave critical step {crit:e} s of its \
+            "{}: {pp}: dt {dt:e} s exceeds the p-wave critical step {crit:e} s of its \
              smallest spheres",
             ctx.file.display()
         );
