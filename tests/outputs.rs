@@ -531,10 +531,11 @@ fn xdmf_matches_snapshots() {
         // Each grid reads only its own snapshot file.
         assert_eq!(&g[4..], [format!("snapshots/snap_{step:09}.h5")], "{text}");
     }
-    // connectivity (gid), pos, radius, vel, angvel, gid, ncontacts, tag per grid.
+    // connectivity (gid), pos, radius, vel, angvel, gid, ncontacts, tag, pos (as data, for
+    // meshio's time-series reader) per grid.
     assert!(
         text.lines()
-            .any(|l| l == format!("dataitems {}", 8 * SNAP_STEPS.len())),
+            .any(|l| l == format!("dataitems {}", 9 * SNAP_STEPS.len())),
         "{text}"
     );
 }

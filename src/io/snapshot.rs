@@ -1,9 +1,10 @@
 //! Particle snapshots: one HDF5 file per snapshot (`snapshots/snap_<step>.h5`, datasets `gid`,
 //! `pos`, `vel`, `angvel`, `radius`, `ncontacts`, `tag`, sorted by gid; root attributes `step`, `time`,
-//! `demhpc_version`) and one XDMF file (`snapshots.xmf`, written by rank 0) listing them as a
-//! temporal collection of `Polyvertex` grids (with meshes, spatial collections of those and a
-//! `Triangle` grid), which ParaView opens directly with any of its XDMF readers (CONVENTIONS.md
-//! "Files the project writes"; `tests/xdmf_readers.rs` loads it with ParaView and meshio).
+//! `demhpc_version`) and one XDMF file (`snapshots.xmf`, written by rank 0) listing them as
+//! temporal collections side by side — the meshes' `Triangle` grids (with meshes) and the
+//! particles' `Polyvertex` grids ([`xdmf`]) — which ParaView opens directly with any of its
+//! XDMF readers and meshio's `TimeSeriesReader` reads at every time (CONVENTIONS.md "Files the
+//! project writes"; `tests/xdmf_readers.rs` loads it with ParaView and meshio).
 //!
 //! Writing is collective and no rank holds more than its share of the scene. Gids are dense,
 //! 0..N−1: every generator numbers its spheres consecutively from its first gid (a LAMMPS file's
@@ -437,9 +438,21 @@ impl SnapshotWriter {
         super::write_atomic(&xmf, xdmf(&self.entries).as_bytes())
     }
 }
-/// XDMF 3 document: a temporal collection of particle grids (Polyvertex topology, one vertex
-/// cell per particle); with meshes, each time is a spatial collection of the particles and the
-/// meshes' triangles (Triangle topology, a cell attribute `mesh` naming each triangle's mesh).
+/// XDMF 3 document: side by side in the domain, one temporal collection per kind of grid —
+/// the meshes' triangles (Triangle topology, a cell attribute `mesh` naming each triangle's
+/// mesh; only with meshes), then the particles (Polyvertex topology, one vertex cell per
+/// particle) — each holding one uniform grid per snapshot.
+///
+/// Why this layout (issue 32): ParaView's three XDMF readers take any number of temporal
+/// collections (a multiblock of one block per collection at each time), but meshio reads time
+/// series only through its `TimeSeriesReader`, which takes the *last* temporal collection of
+/// the domain and needs its entries to be uniform grids: with each time a spatial collection
+/// of meshes and particles (the layout before) it found no grid at all. It also reads the
+/// points and cells of the first entry only, for every time; so each particle grid also
+/// carries the positions as a point attribute `pos`, which meshio reads at every time. A grid
+/// with no rows (no particles yet in a pour) is left out of its collection: ParaView's XDMF 2
+/// reader fails on an empty topology (its file is still written, and h5py reads it); a
+/// collection without a grid at a time shows nothing there.
 ///
 /// The Polyvertex topology names its connectivity: row k's vertex is point k, and `gid` holds
 /// exactly 0..N−1 (row k is gid k), so it serves without a dataset of its own (`vertex` where
@@ -448,47 +461,81 @@ impl SnapshotWriter {
 /// nothing (`tests/xdmf_readers.rs`).
 pub fn xdmf(entries: &[Entry]) -> String {
     let mut s = String::from(
-        "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n  <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n",
+        "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n",
     );
-    for e in entries {
-        let (step, n, t) = (e.step, e.particles, e.triangles);
-        let time = e.time;
-        let f = format!("snapshots/snap_{step:09}.h5");
-        let time = format!("<Time Value=\"{time:.12e}\"/>");
-        if t == 0 {
-            s += &format!("   <Grid Name=\"step{step}\" GridType=\"Uniform\">\n    {time}\n");
-        } else {
-            s += &format!("   <Grid Name=\"step{step}\" GridType=\"Collection\" CollectionType=\"Spatial\">\n    {time}\n");
-            s += &mesh_grid(&f, t);
-            s += "   <Grid Name=\"spheres\" GridType=\"Uniform\">\n";
+    let file = |e: &Entry| format!("snapshots/snap_{:09}.h5", e.step);
+    let time = |e: &Entry| format!("<Time Value=\"{:.12e}\"/>", e.time);
+    let mut collection = |name: &str, grids: Vec<String>| {
+        if !grids.is_empty() {
+            s += &format!(
+                "  <Grid Name=\"{name}\" GridType=\"Collection\" CollectionType=\"Temporal\">\n"
+            );
+            grids.iter().for_each(|g| s += g);
+            s += "  </Grid>\n";
         }
-        let conn = if e.vertex { VERTEX } else { "gid" };
-        s += &format!("    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"{n}\" NodesPerElement=\"1\">\n     <DataItem Dimensions=\"{n}\" NumberType=\"UInt\" Precision=\"8\" Format=\"HDF\">{f}:/{conn}</DataItem>\n    </Topology>\n");
-        s += &format!("    <Geometry GeometryType=\"XYZ\">\n     <DataItem Dimensions=\"{n} 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">{f}:/pos</DataItem>\n    </Geometry>\n");
-        for (name, ty, dims, nt, prec) in [
-            ("radius", "Scalar", format!("{n}"), "Float", 8),
-            ("vel", "Vector", format!("{n} 3"), "Float", 8),
-            ("angvel", "Vector", format!("{n} 3"), "Float", 8),
-            ("gid", "Scalar", format!("{n}"), "UInt", 8),
-            ("ncontacts", "Scalar", format!("{n}"), "UInt", 4),
-            ("tag", "Scalar", format!("{n}"), "UInt", 4),
-        ] {
-            s += &format!("    <Attribute Name=\"{name}\" AttributeType=\"{ty}\" Center=\"Node\">\n     <DataItem Dimensions=\"{dims}\" NumberType=\"{nt}\" Precision=\"{prec}\" Format=\"HDF\">{f}:/{name}</DataItem>\n    </Attribute>\n");
-        }
-        s += "   </Grid>\n";
-        if t > 0 {
-            s += "   </Grid>\n";
-        }
-    }
-    s += "  </Grid>\n </Domain>\n</Xdmf>\n";
+    };
+    let meshes = entries.iter().filter(|e| e.triangles > 0);
+    collection(
+        "meshes",
+        meshes
+            .map(|e| mesh_grid(&file(e), e.triangles, e.step, &time(e)))
+            .collect(),
+    );
+    let particles = entries.iter().filter(|e| e.particles > 0);
+    collection(
+        "particles",
+        particles
+            .map(|e| particle_grid(&file(e), e, &time(e)))
+            .collect(),
+    );
+    s += " </Domain>\n</Xdmf>\n";
     s
 }
 
-/// The meshes' grid of one snapshot file `f` with `t` triangles.
-fn mesh_grid(f: &str, t: usize) -> String {
+/// One attribute of a grid: `dims` of the dataset `name` of file `f`, of type `nt` with
+/// `prec` bytes, at the nodes (`Node`) or cells (`Cell`).
+fn attribute(
+    f: &str,
+    name: &str,
+    ty: &str,
+    center: &str,
+    dims: &str,
+    nt: &str,
+    prec: u32,
+) -> String {
+    format!("    <Attribute Name=\"{name}\" AttributeType=\"{ty}\" Center=\"{center}\">\n     <DataItem Dimensions=\"{dims}\" NumberType=\"{nt}\" Precision=\"{prec}\" Format=\"HDF\">{f}:/{name}</DataItem>\n    </Attribute>\n")
+}
+
+/// The particles' grid of snapshot `e` (file `f`).
+fn particle_grid(f: &str, e: &Entry, time: &str) -> String {
+    let (step, n) = (e.step, e.particles);
+    let mut s = format!("   <Grid Name=\"step{step}\" GridType=\"Uniform\">\n    {time}\n");
+    let conn = if e.vertex { VERTEX } else { "gid" };
+    s += &format!("    <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"{n}\" NodesPerElement=\"1\">\n     <DataItem Dimensions=\"{n}\" NumberType=\"UInt\" Precision=\"8\" Format=\"HDF\">{f}:/{conn}</DataItem>\n    </Topology>\n");
+    s += &format!("    <Geometry GeometryType=\"XYZ\">\n     <DataItem Dimensions=\"{n} 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">{f}:/pos</DataItem>\n    </Geometry>\n");
+    let (v, d) = (format!("{n} 3"), format!("{n}"));
+    for (name, ty, dims, nt, prec) in [
+        ("radius", "Scalar", &d, "Float", 8),
+        ("vel", "Vector", &v, "Float", 8),
+        ("angvel", "Vector", &v, "Float", 8),
+        ("gid", "Scalar", &d, "UInt", 8),
+        ("ncontacts", "Scalar", &d, "UInt", 4),
+        ("tag", "Scalar", &d, "UInt", 4),
+        // the positions again, as data: meshio's TimeSeriesReader reads the geometry of the
+        // first time only
+        ("pos", "Vector", &v, "Float", 8),
+    ] {
+        s += &attribute(f, name, ty, "Node", dims, nt, prec);
+    }
+    s += "   </Grid>\n";
+    s
+}
+
+/// The meshes' grid of one snapshot file `f` with `t` triangles (snapshot `step`, `time`).
+fn mesh_grid(f: &str, t: usize, step: u64, time: &str) -> String {
     let v = 3 * t;
     format!(
-        "   <Grid Name=\"meshes\" GridType=\"Uniform\">\n    <Topology TopologyType=\"Triangle\" NumberOfElements=\"{t}\">\n     <DataItem Dimensions=\"{t} 3\" NumberType=\"UInt\" Precision=\"4\" Format=\"HDF\">{f}:/mesh_triangles</DataItem>\n    </Topology>\n    <Geometry GeometryType=\"XYZ\">\n     <DataItem Dimensions=\"{v} 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">{f}:/mesh_vertices</DataItem>\n    </Geometry>\n    <Attribute Name=\"mesh\" AttributeType=\"Scalar\" Center=\"Cell\">\n     <DataItem Dimensions=\"{t}\" NumberType=\"UInt\" Precision=\"4\" Format=\"HDF\">{f}:/mesh_id</DataItem>\n    </Attribute>\n   </Grid>\n"
+        "   <Grid Name=\"meshes{step}\" GridType=\"Uniform\">\n    {time}\n    <Topology TopologyType=\"Triangle\" NumberOfElements=\"{t}\">\n     <DataItem Dimensions=\"{t} 3\" NumberType=\"UInt\" Precision=\"4\" Format=\"HDF\">{f}:/mesh_triangles</DataItem>\n    </Topology>\n    <Geometry GeometryType=\"XYZ\">\n     <DataItem Dimensions=\"{v} 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">{f}:/mesh_vertices</DataItem>\n    </Geometry>\n    <Attribute Name=\"mesh\" AttributeType=\"Scalar\" Center=\"Cell\">\n     <DataItem Dimensions=\"{t}\" NumberType=\"UInt\" Precision=\"4\" Format=\"HDF\">{f}:/mesh_id</DataItem>\n    </Attribute>\n   </Grid>\n"
     )
 }
 
@@ -521,6 +568,36 @@ mod tests {
         assert!(!x.contains("/>\n    <Geometry"), "{x}");
         assert_eq!(x.matches("<Grid ").count(), x.matches("</Grid>").count());
         assert_eq!(x.matches("<Topology ").count(), 5);
+    }
+
+    /// The domain holds one temporal collection per kind (meshes, then particles last, where
+    /// meshio's `TimeSeriesReader` looks), each of uniform grids with their time; a grid
+    /// without rows is left out (ParaView's XDMF 2 reader fails on an empty topology), and so
+    /// is a collection without grids.
+    #[test]
+    fn xdmf_is_one_temporal_collection_per_kind() {
+        let mut empty = entry(0, 4, false);
+        empty.particles = 0;
+        let x = xdmf(&[empty, entry(10, 4, false), entry(20, 4, false)]);
+        let top: Vec<&str> = x.lines().filter(|l| l.starts_with("  <Grid ")).collect();
+        assert_eq!(top.len(), 2, "{x}");
+        assert!(top[0].contains("Name=\"meshes\"") && top[1].contains("Name=\"particles\""));
+        assert!(top
+            .iter()
+            .all(|l| l.contains("CollectionType=\"Temporal\"")));
+        assert_eq!(x.matches("TopologyType=\"Triangle\"").count(), 3);
+        assert_eq!(x.matches("TopologyType=\"Polyvertex\"").count(), 2);
+        assert!(!x.contains("snap_000000000.h5:/pos"), "{x}");
+        assert!(!x.contains("Spatial"));
+        // every uniform grid has its time
+        assert_eq!(
+            x.matches("GridType=\"Uniform\"").count(),
+            x.matches("<Time ").count()
+        );
+        // no meshes and no particles: no grid at all
+        let mut e = entry(0, 0, false);
+        e.particles = 0;
+        assert!(!xdmf(&[e]).contains("<Grid "));
     }
 
     /// A block whose rows are not its gids (the gather fallback) gets the `vertex` dataset of

@@ -10,7 +10,8 @@ numbers; the dump format is that of tests/readers/xdmf_meshio.py:
     reader NAME
     times T...                        the reader's time steps
     grid I TIME KIND NPOINTS NCELLS   one per dataset of time step I (KIND: spheres if it has
-                                      the point array radius, meshes if the cell array mesh)
+                                      the point array radius, meshes if the cell array mesh,
+                                      contacts if the cell array fn)
     points X Y Z ...                  flattened
     celltypes VTK_TYPE ...            one per cell
     cellsizes N ...                   points per cell
@@ -38,6 +39,10 @@ def flat(a):
 
 
 def leaves(d):
+    if not d.IsA("vtkCompositeDataSet"):
+        # one grid in the file (particles alone): the dataset itself
+        yield d
+        return
     it = d.NewIterator()
     it.InitTraversal()
     while not it.IsDoneWithTraversal():
@@ -47,7 +52,11 @@ def leaves(d):
 
 def dump(i, t, ds):
     pd, cd = ds.GetPointData(), ds.GetCellData()
-    kind = "spheres" if pd.GetArray("radius") else "meshes" if cd.GetArray("mesh") else "?"
+    kind = (
+        "spheres"
+        if pd.GetArray("radius")
+        else "meshes" if cd.GetArray("mesh") else "contacts" if cd.GetArray("fn") else "?"
+    )
     print("grid", i, repr(t), kind, ds.GetNumberOfPoints(), ds.GetNumberOfCells())
     print("points", flat(vtk_to_numpy(ds.GetPoints().GetData())))
     cells = ds.GetCells()
