@@ -37,7 +37,7 @@ Scene(
 "#;
 const DT: f64 = 1e-5;
 const STEPS: u64 = 1000;
-const SNAP_STEPS: [u64; 4] = [300, 600, 900, 1000];
+const SNAP_STEPS: [u64; 5] = [0, 300, 600, 900, 1000];
 const RADIUS: f64 = 0.01;
 const DENSITY: f64 = 7800.0;
 const V0: f64 = 0.5;
@@ -251,15 +251,19 @@ fn h5dump_layout() {
         ("radius", "H5T_IEEE_F64LE", vec![2]),
         ("ncontacts", "H5T_STD_U32LE", vec![2]),
         ("tag", "H5T_STD_U32LE", vec![2]),
+        ("material", "H5T_STD_U32LE", vec![2]),
+        ("force", "H5T_IEEE_F64LE", vec![2, 3]),
+        ("torque", "H5T_IEEE_F64LE", vec![2, 3]),
+        ("coordination", "H5T_STD_U32LE", vec![2]),
     ] {
         let d = get("DATASET", name, "");
         assert_eq!(d.datatype, ty, "{name} type");
         assert_eq!(d.dims.as_ref(), Some(&dims), "{name} shape");
     }
     let n_datasets = objs.iter().filter(|o| o.kind == "DATASET").count();
-    assert_eq!(n_datasets, 7, "datasets: {objs:?}");
+    assert_eq!(n_datasets, 11, "datasets: {objs:?}");
     // Units on the physical quantities, step/time/version on the file.
-    for name in ["pos", "vel", "angvel", "radius"] {
+    for name in ["pos", "vel", "angvel", "radius", "force", "torque"] {
         assert_eq!(get("ATTRIBUTE", "unit", name).datatype, "H5T_STRING");
     }
     let step = get("ATTRIBUTE", "step", "");
@@ -531,11 +535,11 @@ fn xdmf_matches_snapshots() {
         // Each grid reads only its own snapshot file.
         assert_eq!(&g[4..], [format!("snapshots/snap_{step:09}.h5")], "{text}");
     }
-    // connectivity (gid), pos, radius, vel, angvel, gid, ncontacts, tag, pos (as data, for
-    // meshio's time-series reader) per grid.
+    // connectivity (gid), pos, radius, vel, angvel, gid, ncontacts, tag, material, force,
+    // torque, coordination, pos (as data, for meshio's time-series reader) per grid.
     assert!(
         text.lines()
-            .any(|l| l == format!("dataitems {}", 9 * SNAP_STEPS.len())),
+            .any(|l| l == format!("dataitems {}", 13 * SNAP_STEPS.len())),
         "{text}"
     );
 }

@@ -1,6 +1,8 @@
 //! Particle snapshots: one HDF5 file per snapshot (`snapshots/snap_<step>.h5`, datasets `gid`,
-//! `pos`, `vel`, `angvel`, `radius`, `ncontacts`, `tag`, sorted by gid; root attributes `step`, `time`,
-//! `demhpc_version`) and one XDMF file (`snapshots.xmf`, written by rank 0) listing them as
+//! `pos`, `vel`, `angvel`, `radius`, `ncontacts`, `tag`, `material`, `force`, `torque`
+//! (the last step's, NaN where none was recorded: step 0, a run stopped by a cell's last
+//! stage), `coordination`, sorted by gid; root attributes `step`, `time`, `demhpc_version`;
+//! a step-0 snapshot with periodic snapshots) and one XDMF file (`snapshots.xmf`, written by rank 0) listing them as
 //! temporal collections side by side — the meshes' `Triangle` grids (with meshes) and the
 //! particles' `Polyvertex` grids ([`xdmf`]) — which ParaView opens directly with any of its
 //! XDMF readers and meshio's `TimeSeriesReader` reads at every time (CONVENTIONS.md "Files the
@@ -29,13 +31,14 @@ use crate::domain::comm::Comm;
 use crate::error::{Error, Result};
 use crate::forces::contact_counts;
 use crate::sim::Simulation;
+use crate::V3;
 use hdf5::types::VarLenUnicode;
 use hdf5::{File, H5Type};
 use std::path::{Path, PathBuf};
 
 /// `f64`s per particle in the redistribution message: gid (bits), pos, vel, angvel, radius,
-/// ncontacts, tag.
-const REC: usize = 13;
+/// ncontacts, tag, material, force, torque, coordination.
+const REC: usize = 21;
 
 /// This rank's rows of a snapshot, in gid order: rows `first..first + gid.len()` of `total`.
 #[derive(Default)]
@@ -53,6 +56,14 @@ struct Block {
     ncontacts: Vec<u32>,
     /// The particles' tags (`Particles::tag`), widened to u32.
     tag: Vec<u32>,
+    /// Material index (into the scene's `materials`), widened to u32.
+    material: Vec<u32>,
+    /// Total force and torque of the last step (NaN where no step recorded them).
+    force: Vec<f64>,
+    torque: Vec<f64>,
+    /// Contacts with other particles (the coordination number; `ncontacts` counts walls and
+    /// facets too).
+    coordination: Vec<u32>,
 }
 
 impl Block {
@@ -62,7 +73,13 @@ impl Block {
         self.first = first;
         self.gid.clear();
         self.gid.resize(rows, 0);
-        for v in [&mut self.pos, &mut self.vel, &mut self.angvel] {
+        for v in [
+            &mut self.pos,
+            &mut self.vel,
+            &mut self.angvel,
+            &mut self.force,
+            &mut self.torque,
+        ] {
             v.clear();
             v.resize(3 * rows, 0.0);
         }
@@ -70,8 +87,10 @@ impl Block {
         self.radius.resize(rows, 0.0);
         self.ncontacts.clear();
         self.ncontacts.resize(rows, 0);
-        self.tag.clear();
-        self.tag.resize(rows, 0);
+        for v in [&mut self.tag, &mut self.material, &mut self.coordination] {
+            v.clear();
+            v.resize(rows, 0);
+        }
     }
 
     /// Fill local row `k` from one record.
@@ -83,13 +102,17 @@ impl Block {
         self.radius[k] = r[10];
         self.ncontacts[k] = r[11] as u32;
         self.tag[k] = r[12] as u32;
+        self.material[k] = r[13] as u32;
+        self.force[3 * k..3 * k + 3].copy_from_slice(&r[14..17]);
+        self.torque[3 * k..3 * k + 3].copy_from_slice(&r[17..20]);
+        self.coordination[k] = r[20] as u32;
     }
 }
 
 /// Buffers kept from one snapshot to the next.
 #[derive(Default)]
 struct Buffers {
-    counts: Vec<u32>,
+    counts: Vec<[u32; 2]>,
     send: Vec<f64>,
     recv: Vec<f64>,
     seen: Vec<bool>,
@@ -106,16 +129,25 @@ fn block_of(g: u64, p: usize, total: u64) -> usize {
     (((g as u128 + 1) * p as u128 - 1) / total as u128) as usize
 }
 
-/// Owned particle `i` as one record (`counts`: its real contacts).
-fn pack(sim: &Simulation, counts: &[u32], i: usize, out: &mut [f64]) {
+/// Owned particle `i` as one record (`counts`: its real contacts, all and with particles).
+fn pack(sim: &Simulation, counts: &[[u32; 2]], i: usize, out: &mut [f64]) {
     let ps = &sim.ps;
     out[0] = f64::from_bits(ps.gid[i]);
     out[1..4].copy_from_slice(ps.pos[i].as_slice());
     out[4..7].copy_from_slice(ps.vel[i].as_slice());
     out[7..10].copy_from_slice(ps.angvel[i].as_slice());
     out[10] = ps.radius[i];
-    out[11] = counts[i] as f64;
+    out[11] = counts[i][0] as f64;
     out[12] = ps.tag[i] as f64;
+    out[13] = ps.material[i] as f64;
+    let known = sim.slots.forces_known();
+    let (f, t) = match known {
+        true => (ps.force[i], ps.torque[i]),
+        false => (V3::repeat(f64::NAN), V3::repeat(f64::NAN)),
+    };
+    out[14..17].copy_from_slice(f.as_slice());
+    out[17..20].copy_from_slice(t.as_slice());
+    out[20] = counts[i][1] as f64;
 }
 
 /// Fill `b.block` with this rank's rows (collective).
@@ -234,6 +266,11 @@ fn write_h5(
         w.step(|f| dataset(f, "radius", n, o, 1, &b.radius, Some("m"), collective))?;
         w.step(|f| dataset(f, "ncontacts", n, o, 1, &b.ncontacts, None, collective))?;
         w.step(|f| dataset(f, "tag", n, o, 1, &b.tag, None, collective))?;
+        w.step(|f| dataset(f, "material", n, o, 1, &b.material, None, collective))?;
+        w.step(|f| dataset(f, "force", n, o, 3, &b.force, Some("N"), collective))?;
+        w.step(|f| dataset(f, "torque", n, o, 3, &b.torque, Some("N m"), collective))?;
+        let z = &b.coordination;
+        w.step(|f| dataset(f, "coordination", n, o, 1, z, None, collective))?;
         if !b.gid_rows {
             // the rows' indices, for the XDMF vertex connectivity (`gid` is not 0..N−1)
             let rows: Vec<u64> = (o as u64..(o + b.gid.len()) as u64).collect();
@@ -521,6 +558,10 @@ fn particle_grid(f: &str, e: &Entry, time: &str) -> String {
         ("gid", "Scalar", &d, "UInt", 8),
         ("ncontacts", "Scalar", &d, "UInt", 4),
         ("tag", "Scalar", &d, "UInt", 4),
+        ("material", "Scalar", &d, "UInt", 4),
+        ("force", "Vector", &v, "Float", 8),
+        ("torque", "Vector", &v, "Float", 8),
+        ("coordination", "Scalar", &d, "UInt", 4),
         // the positions again, as data: meshio's TimeSeriesReader reads the geometry of the
         // first time only
         ("pos", "Vector", &v, "Float", 8),

@@ -1148,6 +1148,7 @@ fn inlet(
         gid_base: summary.n + k as u64 * GID_STRIDE,
         every: s.every,
         attempts: s.attempts,
+        tag: s.tag,
         reach: 0.0,
         seq: 0,
         mass: 0.0,

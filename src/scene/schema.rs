@@ -526,6 +526,10 @@ pub struct InletSpec {
     /// Placement attempts per sphere before giving up for the step (default 50).
     #[serde(default = "default_attempts")]
     pub attempts: u64,
+    /// The tag of the spheres it makes, 0–65535 (default 0; the snapshots' `tag`, as a
+    /// `TextFile`'s 5th column or a LAMMPS atom type).
+    #[serde(default)]
+    pub tag: u16,
 }
 
 /// Size distribution of diameters [m] (`engines::inlet::Psd`).
