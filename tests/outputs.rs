@@ -552,7 +552,8 @@ fn series_csv() {
     let (h, rows) = read_series(&out);
     assert_eq!(
         h.join(","),
-        "step,time_s,dt_s,ke_trans_J,ke_rot_J,n_contacts,unbalanced,max_overlap_rel",
+        "step,time_s,dt_s,ke_trans_J,ke_rot_J,n_contacts,unbalanced,max_overlap_rel,\
+         mean_coordination,fabric_e1,fabric_e2,fabric_e3,sliding_fraction",
         "header (no walls)"
     );
     let want: Vec<u64> = (1..=STEPS / 30).map(|k| 30 * k).chain([STEPS]).collect();
@@ -576,12 +577,27 @@ fn series_csv() {
             assert!(close(unbalanced, 1.0, 1e-12), "row {r:?}");
             assert!(r[col(&h, "max_overlap_rel")] > 0.0, "row {r:?}");
             assert!(ke < ke0, "energy stored in the contact: {r:?}");
+            // the network: 2 N_c / N = 1, all contact normals along x (F = n ⊗ n = e_x ⊗ e_x),
+            // head-on (no tangential force: not sliding)
+            assert_eq!(r[col(&h, "mean_coordination")], 1.0, "row {r:?}");
+            let e: Vec<f64> = ["fabric_e1", "fabric_e2", "fabric_e3"]
+                .iter()
+                .map(|c| r[col(&h, c)])
+                .collect();
+            assert!(
+                (e[0] - 1.0).abs() < 1e-15 && e[1].abs() < 1e-15 && e[2].abs() < 1e-15,
+                "{e:?}"
+            );
+            assert_eq!(r[col(&h, "sliding_fraction")], 0.0, "row {r:?}");
         } else {
             // Before and after the collision: all energy kinetic (1 % at this coarse dt).
             assert!(close(ke, ke0, 1e-2), "KE {ke} vs {ke0}: {r:?}");
             assert_eq!(r[col(&h, "max_overlap_rel")], 0.0, "row {r:?}");
             // no contact and no force at all: nothing unbalanced (not NaN)
             assert_eq!(unbalanced, 0.0, "row {r:?}");
+            // no contact: coordination 0, no fabric nor sliding fraction (NaN)
+            assert_eq!(r[col(&h, "mean_coordination")], 0.0, "row {r:?}");
+            assert!(r[col(&h, "fabric_e1")].is_nan() && r[col(&h, "sliding_fraction")].is_nan());
         }
     }
     assert!(

@@ -72,6 +72,8 @@ pub struct Scene {
     pub servo_walls: Option<crate::engines::servo_wall::ServoWalls>,
     /// Energy tracking (`energy: true`).
     pub energy: bool,
+    /// `output.analysis_region`, validated.
+    pub analysis_region: Option<crate::engines::region::Region>,
 }
 
 /// Parse context: turns a field path into a positioned error.
@@ -363,6 +365,10 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
         return Err(ctx.err("output.progress_s", "must be ≥ 0"));
     }
     check_checkpoint(ctx, &sf.checkpoint)?;
+    let analysis_region = match &sf.output.analysis_region {
+        Some(r) => Some(region(ctx, "output.analysis_region", r)?),
+        None => None,
+    };
     let laws: Vec<_> = materials.iter().filter_map(|m| m.frict_law()).collect();
     if laws.iter().any(|&l| l != laws[0]) {
         return Err(ctx.err(
@@ -491,6 +497,7 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
         cell,
         servo_walls,
         energy: sf.energy,
+        analysis_region,
     })
 }
 
@@ -788,7 +795,7 @@ fn flow_engines(
     domain: &Domain,
     dt: f64,
 ) -> Result<Vec<crate::engines::FlowEngine>> {
-    use crate::engines::{outlet::Outlet, region::Region, FlowEngine};
+    use crate::engines::{outlet::Outlet, FlowEngine};
     if sf.inlets.len() > MAX_OUTLETS {
         return Err(ctx.err(
             "inlets",
@@ -822,35 +829,7 @@ fn flow_engines(
         if o.every == 0 {
             return Err(ctx.err(&format!("{p}.every"), "must be ≥ 1"));
         }
-        let rp = format!("{p}.region");
-        let region = match &o.region {
-            RegionSpec::Box { lo, hi } => {
-                let (lo, hi) = (ctx.finite3(&rp, *lo)?, ctx.finite3(&rp, *hi)?);
-                if (0..3).any(|a| lo[a] >= hi[a]) {
-                    return Err(ctx.err(&rp, "the box needs lo < hi on every axis"));
-                }
-                Region::Box { lo, hi }
-            }
-            RegionSpec::HalfSpace { point, normal } => {
-                let point = ctx.finite3(&rp, *point)?;
-                let n = ctx.finite3(&rp, *normal)?;
-                if n.norm_squared() == 0.0 {
-                    return Err(ctx.err(&rp, "the normal must not be zero"));
-                }
-                Region::HalfSpace {
-                    point,
-                    normal: n.normalize(),
-                }
-            }
-            RegionSpec::Cylinder { a, b, radius } => {
-                let (a, b) = (ctx.finite3(&rp, *a)?, ctx.finite3(&rp, *b)?);
-                if (b - a).norm_squared() == 0.0 {
-                    return Err(ctx.err(&rp, "the axis ends a and b must differ"));
-                }
-                let radius = ctx.positive(&rp, *radius)?;
-                Region::Cylinder { a, b, radius }
-            }
-        };
+        let region = region(ctx, &format!("{p}.region"), &o.region)?;
         out.push(FlowEngine::Outlet(Outlet::new(
             o.name.clone(),
             region,
@@ -880,6 +859,40 @@ fn flow_engines(
         out.push(FlowEngine::Inlet(i));
     }
     Ok(out)
+}
+
+/// A region (`rp`: its field path) validated: finite numbers, a box with lo < hi, a non-zero
+/// half-space normal (normalised), a cylinder with distinct ends and a positive radius.
+fn region(ctx: &Ctx, rp: &str, spec: &RegionSpec) -> Result<crate::engines::region::Region> {
+    use crate::engines::region::Region;
+    Ok(match spec {
+        RegionSpec::Box { lo, hi } => {
+            let (lo, hi) = (ctx.finite3(rp, *lo)?, ctx.finite3(rp, *hi)?);
+            if (0..3).any(|a| lo[a] >= hi[a]) {
+                return Err(ctx.err(rp, "the box needs lo < hi on every axis"));
+            }
+            Region::Box { lo, hi }
+        }
+        RegionSpec::HalfSpace { point, normal } => {
+            let point = ctx.finite3(rp, *point)?;
+            let n = ctx.finite3(rp, *normal)?;
+            if n.norm_squared() == 0.0 {
+                return Err(ctx.err(rp, "the normal must not be zero"));
+            }
+            Region::HalfSpace {
+                point,
+                normal: n.normalize(),
+            }
+        }
+        RegionSpec::Cylinder { a, b, radius } => {
+            let (a, b) = (ctx.finite3(rp, *a)?, ctx.finite3(rp, *b)?);
+            if (b - a).norm_squared() == 0.0 {
+                return Err(ctx.err(rp, "the axis ends a and b must differ"));
+            }
+            let radius = ctx.positive(rp, *radius)?;
+            Region::Cylinder { a, b, radius }
+        }
+    })
 }
 
 /// The summary of a scene without spheres, from its inlets (the spheres to come): radius

@@ -808,6 +808,11 @@ pub struct OutputSpec {
     /// Seconds between progress lines on stderr.
     #[serde(default = "default_progress")]
     pub progress_s: f64,
+    /// The region `series.csv`'s contact-network columns (coordination, fabric, sliding
+    /// fraction) are taken in (default: everywhere): the particles whose centre, and the
+    /// contacts whose contact point, lie in it.
+    #[serde(default)]
+    pub analysis_region: Option<RegionSpec>,
 }
 
 fn default_series() -> u64 {
@@ -823,6 +828,7 @@ impl Default for OutputSpec {
             series_every: default_series(),
             snapshot_every: 0,
             progress_s: default_progress(),
+            analysis_region: None,
         }
     }
 }
