@@ -308,7 +308,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let snaps = match opts.restart {
         Some(_) => SnapshotWriter::resume(&out_dir, root, sim.step),
         None => SnapshotWriter::new(&out_dir, root),
-    };
+    }
+    .map(|w| w.with_contacts(output.contacts));
     let mut snaps = sim.comm.agree(snaps)?;
     let save = |sim: &Simulation| -> Result<PathBuf> {
         write_checkpoint(sim, &ck_dir, ck.keep as usize, &scene_text, &scene_file)

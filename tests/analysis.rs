@@ -266,3 +266,228 @@ fn series_resume_pads_rows_of_an_older_file() {
     assert_eq!(again.lines().skip(6).count(), 5);
     assert_eq!(again.lines().take(6).collect::<Vec<_>>(), r[..6]);
 }
+
+/// A settling box (issue 32, acceptance 3): 180 spheres under gravity (tilted, to push them
+/// against two of the walls) between four plane walls on a floor that is a mesh of two
+/// triangles, with the contact network in every
+/// snapshot (`contacts: true`), reproducible mode.
+fn settle_box(tmp: &TempDir) {
+    use demhpc::V3;
+    let (a, b) = (-0.001, 0.0154);
+    let tris = [
+        [V3::new(a, a, 0.0), V3::new(b, a, 0.0), V3::new(b, b, 0.0)],
+        [V3::new(a, a, 0.0), V3::new(b, b, 0.0), V3::new(a, b, 0.0)],
+    ];
+    std::fs::write(
+        tmp.0.join("floor.stl"),
+        demhpc::mesh::stl::to_ascii("floor", &tris),
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.0.join("box.ron"),
+        r#"Scene(
+    materials: [Hertz(name: "g", young: 1e7, poisson: 0.3, friction: 0.4, restitution: 0.5, density: 2600.0)],
+    walls: [
+        Wall(point: (0.0, 0.0, 0.0), normal: (1.0, 0.0, 0.0), material: "g"),
+        Wall(point: (0.0144, 0.0, 0.0), normal: (-1.0, 0.0, 0.0), material: "g"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 1.0, 0.0), material: "g"),
+        Wall(point: (0.0, 0.0144, 0.0), normal: (0.0, -1.0, 0.0), material: "g"),
+    ],
+    meshes: [Mesh(file: "floor.stl", material: "g")],
+    spheres: [Lattice(material: "g", spacing: 2.4e-3, counts: (6, 6, 5), radius: 1e-3,
+                      polydispersity: 0.1, jitter: 0.05e-3)],
+    gravity: (2.0, 1.0, -9.81), damping: 0.3, dt: Fixed(7e-6), skin: 0.2e-3, run: Steps(3000),
+    domain: Domain(lo: (-0.002, -0.002, -0.002), hi: (0.0164, 0.0164, 0.02)),
+    reproducible: true,
+    output: Output(series_every: 1500, snapshot_every: 1500, contacts: true),
+)"#,
+    )
+    .unwrap();
+}
+
+/// A user's h5py reading of the last snapshot's contacts (run with `python3 -s`): prints
+/// the largest residual of Σ contact forces + m g against each particle's stored force, over
+/// the largest force, and the eigenvalues of the fabric tensor of the sphere–sphere contacts.
+const H5PY_BALANCE: &str = r#"
+import sys
+import h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+c = f["contacts"]
+kind, id1, id2, force = c["kind"][:], c["id1"][:], c["id2"][:], c["force"][:]
+gid, r, fp = f["gid"][:], f["radius"][:], f["force"][:]
+row = {g: k for k, g in enumerate(gid)}
+s = np.zeros_like(fp)
+np.add.at(s, [row[g] for g in id1], force)
+sp = kind == 0
+np.add.at(s, [row[g] for g in id2[sp]], -force[sp])
+m = 4.0 / 3.0 * np.pi * r**3 * 2600.0
+s += np.outer(m, [2.0, 1.0, -9.81])
+print("residual", np.abs(s - fp).max() / np.abs(fp).max())
+n = c["normal"][:][sp]
+F = n.T @ n / len(n)
+print("fabric", *sorted(np.linalg.eigvalsh(F), reverse=True))
+"#;
+
+/// Acceptance 3 of issue 32, the data: on 1 and 3 ranks the contact datasets have the same
+/// bits (sorted by id1, kind, id2); at every particle the contact forces of the snapshot
+/// (+F on body 1, −F on body 2) plus m g add up to the force stored for it, to round-off
+/// (1e-12 of the largest force); `fn`, `ft` are the force's parts along the normal; the
+/// count, the coordination (per particle and mean), the fabric tensor's eigenvalues and the
+/// sliding fraction of `series.csv` are those computed from the snapshot's contacts (1e-12);
+/// the same through h5py.
+#[test]
+fn contact_network_balances_forces_and_gives_the_series_fabric() {
+    let tmp = TempDir::new("analysis_contacts");
+    settle_box(&tmp);
+    let mut first: Option<Vec<Vec<u64>>> = None;
+    for ranks in [1, 3] {
+        let out = format!("o{ranks}");
+        let o = demhpc(ranks, 1, &["--out", &out, "box.ron"], &tmp.0);
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+        let f = snapshot(&tmp.0.join(&out), 3000);
+        let bits: Vec<Vec<u64>> = ["point", "normal", "force", "fn", "overlap", "ends"]
+            .iter()
+            .map(|d| read::<f64>(&f, &format!("contacts/{d}")))
+            .map(|v| v.iter().map(|x| x.to_bits()).collect())
+            .chain(["id1", "id2", "lines"].map(|d| read::<u64>(&f, &format!("contacts/{d}"))))
+            .collect();
+        match &first {
+            None => first = Some(bits),
+            Some(b) => assert!(
+                *b == bits,
+                "{ranks} ranks: other contact rows than 1 rank's"
+            ),
+        }
+    }
+    let out = tmp.0.join("o1");
+    let f = snapshot(&out, 3000);
+    let c = |d: &str| format!("contacts/{d}");
+    let (kind, id1, id2) = (
+        read::<u32>(&f, &c("kind")),
+        read::<u64>(&f, &c("id1")),
+        read::<u64>(&f, &c("id2")),
+    );
+    let nc = kind.len();
+    let keys: Vec<(u64, u32, u64)> = (0..nc).map(|k| (id1[k], kind[k], id2[k])).collect();
+    assert!(
+        keys.windows(2).all(|w| w[0] < w[1]),
+        "rows sorted, each once"
+    );
+    for want in [0, 1, 2] {
+        assert!(kind.contains(&want), "contacts of kind {want}");
+    }
+    assert!((0..nc).all(|k| kind[k] != 2 || id2[k] < 2), "facet index");
+    assert!((0..nc).all(|k| kind[k] != 1 || id2[k] < 4), "wall index");
+    let (force, normal) = (read::<f64>(&f, &c("force")), read::<f64>(&f, &c("normal")));
+    let (f_n, f_t) = (read::<f64>(&f, &c("fn")), read::<f64>(&f, &c("ft")));
+    let v3 = |v: &[f64], k: usize| demhpc::V3::new(v[3 * k], v[3 * k + 1], v[3 * k + 2]);
+    let gid: Vec<u64> = read(&f, "gid");
+    let n = gid.len();
+    assert_eq!(gid, (0..n as u64).collect::<Vec<_>>());
+    let (fp, r, pos) = (
+        read::<f64>(&f, "force"),
+        read::<f64>(&f, "radius"),
+        read::<f64>(&f, "pos"),
+    );
+    let fmax = fp.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    // the sums: +F on body 1, −F on particle 2, plus gravity
+    let mut sum = vec![demhpc::V3::zeros(); n];
+    let mut z = vec![0u32; n];
+    for k in 0..nc {
+        let fk = v3(&force, k);
+        sum[id1[k] as usize] += fk;
+        if kind[k] == 0 {
+            sum[id2[k] as usize] -= fk;
+            z[id1[k] as usize] += 1;
+            z[id2[k] as usize] += 1;
+        }
+        let nk = v3(&normal, k);
+        assert!((nk.norm() - 1.0).abs() < 1e-12);
+        assert!(
+            (f_n[k] + fk.dot(&nk)).abs() <= 1e-12 * fmax,
+            "fn of row {k}"
+        );
+        assert!((f_t[k] - (fk - nk * fk.dot(&nk)).norm()).abs() <= 1e-12 * fmax);
+        if kind[k] == 0 {
+            // body 1's end is its centre
+            let ends: Vec<f64> = read(&f, &c("ends"));
+            assert_eq!(
+                ends[6 * k..6 * k + 3],
+                pos[3 * id1[k] as usize..3 * id1[k] as usize + 3]
+            );
+        }
+    }
+    for g in 0..n {
+        let m = 4.0 / 3.0 * std::f64::consts::PI * r[g].powi(3) * 2600.0;
+        let res = sum[g] + demhpc::V3::new(2.0, 1.0, -9.81) * m - v3(&fp, g);
+        assert!(
+            res.norm() <= 1e-12 * fmax,
+            "particle {g}: residual {res:?} of {fmax}"
+        );
+    }
+    assert_eq!(
+        read::<u32>(&f, "coordination"),
+        z,
+        "per-particle coordination"
+    );
+    // series.csv at step 3000 against the snapshot's contacts
+    let (h, rows) = series(&out);
+    let row = rows.iter().find(|r| r[0] == 3000.0).unwrap();
+    assert_eq!(row[col(&h, "n_contacts")], nc as f64);
+    let sph: Vec<usize> = (0..nc).filter(|&k| kind[k] == 0).collect();
+    let zm = 2.0 * sph.len() as f64 / n as f64;
+    assert!((row[col(&h, "mean_coordination")] - zm).abs() < 1e-12);
+    let mut fab = nalgebra::Matrix3::<f64>::zeros();
+    for &k in &sph {
+        let nk = v3(&normal, k);
+        fab += nk * nk.transpose();
+    }
+    let mut e: Vec<f64> = (fab / sph.len() as f64)
+        .symmetric_eigenvalues()
+        .iter()
+        .copied()
+        .collect();
+    e.sort_by(|a, b| b.total_cmp(a));
+    for (k, want) in e.iter().enumerate() {
+        let got = row[col(&h, &format!("fabric_e{}", k + 1))];
+        assert!(
+            (got - want).abs() < 1e-12,
+            "fabric e{}: {got} vs {want}",
+            k + 1
+        );
+    }
+    let sliding: Vec<u32> = read(&f, &c("sliding"));
+    let frac = sph.iter().filter(|&&k| sliding[k] == 1).count() as f64 / sph.len() as f64;
+    assert!((row[col(&h, "sliding_fraction")] - frac).abs() < 1e-12);
+    eprintln!(
+        "{nc} contacts ({} sphere–sphere), fabric {e:?}, sliding {frac}",
+        sph.len()
+    );
+
+    // the same with h5py, as a user reads it
+    let path = out.join("snapshots/snap_000003000.h5");
+    let py = std::process::Command::new("/usr/bin/python3")
+        .args(["-s", "-c", H5PY_BALANCE])
+        .arg(&path)
+        .output();
+    match py {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            let nums = |key: &str| -> Vec<f64> {
+                let line = text.lines().find(|l| l.starts_with(key)).unwrap();
+                line.split_whitespace()
+                    .skip(1)
+                    .map(|x| x.parse().unwrap())
+                    .collect()
+            };
+            assert!(nums("residual")[0] <= 1e-12, "h5py: {text}");
+            for (k, got) in nums("fabric").iter().enumerate() {
+                assert!((got - e[k]).abs() < 1e-12, "h5py fabric: {text}");
+            }
+        }
+        o => {
+            assert!(std::env::var_os("CI").is_none(), "h5py: {o:?}");
+            eprintln!("NOTICE: contact_network...: SKIPPED the h5py part: {o:?}");
+        }
+    }
+}

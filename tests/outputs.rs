@@ -255,15 +255,18 @@ fn h5dump_layout() {
         ("force", "H5T_IEEE_F64LE", vec![2, 3]),
         ("torque", "H5T_IEEE_F64LE", vec![2, 3]),
         ("coordination", "H5T_STD_U32LE", vec![2]),
+        ("domain", "H5T_IEEE_F64LE", vec![8, 3]),
     ] {
         let d = get("DATASET", name, "");
         assert_eq!(d.datatype, ty, "{name} type");
         assert_eq!(d.dims.as_ref(), Some(&dims), "{name} shape");
     }
     let n_datasets = objs.iter().filter(|o| o.kind == "DATASET").count();
-    assert_eq!(n_datasets, 11, "datasets: {objs:?}");
+    assert_eq!(n_datasets, 12, "datasets: {objs:?}");
     // Units on the physical quantities, step/time/version on the file.
-    for name in ["pos", "vel", "angvel", "radius", "force", "torque"] {
+    for name in [
+        "pos", "vel", "angvel", "radius", "force", "torque", "domain",
+    ] {
         assert_eq!(get("ATTRIBUTE", "unit", name).datatype, "H5T_STRING");
     }
     let step = get("ATTRIBUTE", "step", "");
@@ -463,11 +466,20 @@ def fail(msg):
 if root.tag != "Xdmf":
     fail("root element is " + root.tag)
 coll = root.findall("./Domain/Grid")
-if len(coll) != 1 or coll[0].get("GridType") != "Collection" or coll[0].get("CollectionType") != "Temporal":
-    fail("expected one temporal collection")
+if [c.get("Name") for c in coll] != ["domain", "particles"]:
+    fail("expected the domain's and the particles' collections")
+for c in coll:
+    if c.get("GridType") != "Collection" or c.get("CollectionType") != "Temporal":
+        fail("expected temporal collections")
 kinds = {"Float": "f", "UInt": "u", "Int": "i"}
-n = 0
 for g in coll[0].findall("Grid"):
+    fname, dname = g.find("Geometry/DataItem").text.strip().split(":/")
+    with h5py.File(os.path.join(base, fname), "r") as f:
+        if dname != "domain" or f[dname].shape != (8, 3):
+            fail("domain grid " + g.get("Name"))
+    print("domain", g.get("Name"), g.find("Time").get("Value"))
+n = 0
+for g in coll[1].findall("Grid"):
     t = float(g.find("Time").get("Value"))
     topo = g.find("Topology")
     if topo.get("TopologyType") != "Polyvertex":
@@ -527,6 +539,12 @@ fn xdmf_matches_snapshots() {
         .map(|l| l.split_whitespace().collect())
         .collect();
     assert_eq!(grids.len(), SNAP_STEPS.len(), "{text}");
+    let domains = text.lines().filter(|l| l.starts_with("domain ")).count();
+    assert_eq!(
+        domains,
+        SNAP_STEPS.len(),
+        "the domain at every time: {text}"
+    );
     for (g, step) in grids.iter().zip(SNAP_STEPS) {
         assert_eq!(g[1], format!("step{step}"), "{text}");
         let t: f64 = g[2].parse().unwrap();

@@ -26,6 +26,7 @@
 //! reports its part written, so a crash never leaves a partial snapshot under the real name.
 //! Without MPI (a plain single process) the same file is written through HDF5's default driver.
 
+use super::contacts::ContactRows;
 use super::h5par::{write_rows, ParFile};
 use crate::domain::comm::Comm;
 use crate::error::{Error, Result};
@@ -125,7 +126,7 @@ fn block_start(r: usize, p: usize, total: u64) -> u64 {
 }
 
 /// The rank whose block holds row `g` (`g < total`): the largest r with r·total/p ≤ g.
-fn block_of(g: u64, p: usize, total: u64) -> usize {
+pub(super) fn block_of(g: u64, p: usize, total: u64) -> usize {
     (((g as u128 + 1) * p as u128 - 1) / total as u128) as usize
 }
 
@@ -242,11 +243,16 @@ fn write_h5(
     time: f64,
     b: &Block,
     mesh: &MeshRows,
+    contacts: Option<&ContactRows>,
 ) -> Result<()> {
     let w = ParFile::create(comm, path, 0, 0)?;
     let collective = w.collective();
     let (n, o) = (b.total, b.first);
     let written = (|| -> Result<()> {
+        // every rank holds the domain: rank 0 writes its 8 corners
+        let (at, k) = if comm.is_root() { (0, 1) } else { (8, 0) };
+        let box8 = &mesh.domain[..k * 24];
+        w.step(|f| dataset(f, DOMAIN, 8, at, 3, box8, Some("m"), collective))?;
         if mesh.n_tris > 0 {
             // every rank holds the meshes: rank 0 writes them, the others no rows
             let (t, root) = (mesh.n_tris, comm.is_root());
@@ -276,6 +282,9 @@ fn write_h5(
             let rows: Vec<u64> = (o as u64..(o + b.gid.len()) as u64).collect();
             w.step(|f| dataset(f, VERTEX, n, o, 1, &rows, None, collective))?;
         }
+        if let Some(c) = contacts {
+            c.write(&w)?;
+        }
         w.step(|f| {
             f.new_attr::<u64>().create("step")?.write_scalar(&step)?;
             f.new_attr::<f64>().create("time")?.write_scalar(&time)?;
@@ -299,7 +308,7 @@ fn write_h5(
 /// Create dataset `name` (`total` rows of `cols`; 1 = 1-D), write this rank's rows at `offset`
 /// and its `unit` attribute, then close it.
 #[allow(clippy::too_many_arguments)]
-fn dataset<T: H5Type>(
+pub(super) fn dataset<T: H5Type>(
     f: &File,
     name: &str,
     total: usize,
@@ -331,17 +340,35 @@ fn write_unit(ds: &hdf5::Dataset, unit: &str) -> hdf5::Result<()> {
 }
 
 /// The meshes' triangles at the snapshot's time (XDMF `Triangle` topology): vertices (3 per
-/// triangle), connectivity, and the mesh index of each triangle.
+/// triangle), connectivity, and the mesh index of each triangle; and the domain's corners.
 #[derive(Clone, Debug, Default)]
 struct MeshRows {
     n_tris: usize,
     vertices: Vec<f64>,
     cells: Vec<u32>,
     id: Vec<u32>,
+    /// The domain's 8 corners o + H (i, j, k), i, j, k ∈ {0, 1}, in VTK's hexahedron order
+    /// (the periodic cell's parallelepiped once it deforms).
+    domain: Vec<f64>,
 }
 
 impl MeshRows {
     fn fill(&mut self, sim: &Simulation) {
+        let cell = &sim.domain.cell;
+        self.domain.clear();
+        for [i, j, k] in [
+            [0, 0, 0],
+            [1, 0, 0],
+            [1, 1, 0],
+            [0, 1, 0],
+            [0, 0, 1],
+            [1, 0, 1],
+            [1, 1, 1],
+            [0, 1, 1],
+        ] {
+            let x = cell.origin + cell.h * V3::new(i as f64, j as f64, k as f64);
+            self.domain.extend(x.iter());
+        }
         let m = &sim.meshes;
         self.n_tris = m.n_facets();
         self.vertices.clear();
@@ -353,6 +380,9 @@ impl MeshRows {
         self.id.extend(m.mesh_of.iter().map(|&k| k as u32));
     }
 }
+
+/// The dataset of the domain's corners (8 × 3: the XDMF `domain` grid's hexahedron).
+const DOMAIN: &str = "domain";
 
 /// The dataset of a snapshot whose gids are not its row indices (never with dense gids): the
 /// row indices 0..N−1, the vertex connectivity of the XDMF `Polyvertex` topology.
@@ -369,6 +399,10 @@ pub struct Entry {
     /// The file has a `vertex` dataset (its gids are not 0..N−1), which then gives the
     /// particles' connectivity instead of `gid`.
     pub vertex: bool,
+    /// Contacts in the file's `contacts` group (0: none, or not written).
+    pub contacts: usize,
+    /// The file has the domain's corners (`domain`; not before issue 32).
+    pub domain: bool,
 }
 
 /// Keeps the list of written snapshots and rewrites `snapshots.xmf` after each (rank 0), and
@@ -378,6 +412,8 @@ pub struct SnapshotWriter {
     entries: Vec<Entry>,
     buf: Buffers,
     mesh: MeshRows,
+    /// The contact network's rows, when the scene asks for them (`Output(contacts: true)`).
+    contacts: Option<ContactRows>,
 }
 
 impl SnapshotWriter {
@@ -393,7 +429,14 @@ impl SnapshotWriter {
             entries: Vec::new(),
             buf: Buffers::default(),
             mesh: MeshRows::default(),
+            contacts: None,
         })
+    }
+
+    /// Write the contact network into every snapshot (`contacts`, see `io::contacts`).
+    pub fn with_contacts(mut self, on: bool) -> Self {
+        self.contacts = on.then(ContactRows::default);
+        self
     }
 
     /// Continue the snapshot series of a restarted run: keep the snapshots up to `step` in the
@@ -430,6 +473,10 @@ impl SnapshotWriter {
                 particles,
                 triangles: f.dataset("mesh_id").map_or(0, |d| d.shape()[0]),
                 vertex: f.link_exists(VERTEX),
+                contacts: f
+                    .dataset(&format!("{}/id1", super::contacts::GROUP))
+                    .map_or(0, |d| d.shape()[0]),
+                domain: f.link_exists(DOMAIN),
             });
         }
         Ok(w)
@@ -442,10 +489,15 @@ impl SnapshotWriter {
         let comm = &sim.comm;
         collect(sim, &mut self.buf);
         self.mesh.fill(sim);
+        let b = &self.buf.block;
+        if let Some(c) = &mut self.contacts {
+            c.collect(sim, b.gid_rows.then_some(b.total as u64));
+        }
         let path = self.dir.join(format!("snap_{:09}.h5", sim.step));
         let tmp = path.with_extension("h5.tmp");
         // agreed by every rank: the file is complete before it is published
-        write_h5(comm, &tmp, sim.step, sim.time, &self.buf.block, &self.mesh)?;
+        let c = self.contacts.as_ref();
+        write_h5(comm, &tmp, sim.step, sim.time, b, &self.mesh, c)?;
         let published = if comm.is_root() {
             self.publish(&tmp, &path, sim.step, sim.time)
         } else {
@@ -466,6 +518,8 @@ impl SnapshotWriter {
             particles: self.buf.block.total,
             triangles: self.mesh.n_tris,
             vertex: !self.buf.block.gid_rows,
+            contacts: self.contacts.as_ref().map_or(0, |c| c.total),
+            domain: true,
         });
         let xmf = self
             .dir
@@ -476,9 +530,14 @@ impl SnapshotWriter {
     }
 }
 /// XDMF 3 document: side by side in the domain, one temporal collection per kind of grid —
-/// the meshes' triangles (Triangle topology, a cell attribute `mesh` naming each triangle's
-/// mesh; only with meshes), then the particles (Polyvertex topology, one vertex cell per
-/// particle) — each holding one uniform grid per snapshot.
+/// the simulation domain (one Hexahedron: the box, or the periodic cell's parallelepiped as it
+/// deforms), the meshes' triangles (Triangle topology, a cell attribute `mesh` naming each
+/// triangle's mesh; only with meshes), the contacts (Polyline topology, one 2-point line per
+/// contact; only with `contacts: true`, `io::contacts`), then the particles (Polyvertex
+/// topology, one vertex cell per particle) — each holding one uniform grid per snapshot. The
+/// domain comes first because it is there at every time: ParaView's XDMF 2 reader takes the
+/// times of the first collection and reads nothing when a later one has a time that it
+/// lacks (contacts are absent at step 0, particles before a pour's first sphere).
 ///
 /// Why this layout (issue 32): ParaView's three XDMF readers take any number of temporal
 /// collections (a multiblock of one block per collection at each time), but meshio reads time
@@ -503,6 +562,7 @@ pub fn xdmf(entries: &[Entry]) -> String {
     let file = |e: &Entry| format!("snapshots/snap_{:09}.h5", e.step);
     let time = |e: &Entry| format!("<Time Value=\"{:.12e}\"/>", e.time);
     let mut collection = |name: &str, grids: Vec<String>| {
+        // (a collection of no grid is left out)
         if !grids.is_empty() {
             s += &format!(
                 "  <Grid Name=\"{name}\" GridType=\"Collection\" CollectionType=\"Temporal\">\n"
@@ -511,11 +571,25 @@ pub fn xdmf(entries: &[Entry]) -> String {
             s += "  </Grid>\n";
         }
     };
+    let domain = entries.iter().filter(|e| e.domain);
+    collection(
+        "domain",
+        domain
+            .map(|e| domain_grid(&file(e), e.step, &time(e)))
+            .collect(),
+    );
     let meshes = entries.iter().filter(|e| e.triangles > 0);
     collection(
         "meshes",
         meshes
             .map(|e| mesh_grid(&file(e), e.triangles, e.step, &time(e)))
+            .collect(),
+    );
+    let contacts = entries.iter().filter(|e| e.contacts > 0);
+    collection(
+        "contacts",
+        contacts
+            .map(|e| super::contacts::xdmf_grid(&file(e), e.contacts, e.step, &time(e)))
             .collect(),
     );
     let particles = entries.iter().filter(|e| e.particles > 0);
@@ -572,6 +646,14 @@ fn particle_grid(f: &str, e: &Entry, time: &str) -> String {
     s
 }
 
+/// The domain's grid of snapshot file `f` (snapshot `step`, `time`): one hexahedron, its
+/// connectivity written inline.
+fn domain_grid(f: &str, step: u64, time: &str) -> String {
+    format!(
+        "   <Grid Name=\"domain{step}\" GridType=\"Uniform\">\n    {time}\n    <Topology TopologyType=\"Hexahedron\" NumberOfElements=\"1\">\n     <DataItem Dimensions=\"1 8\" NumberType=\"UInt\" Precision=\"4\" Format=\"XML\">0 1 2 3 4 5 6 7</DataItem>\n    </Topology>\n    <Geometry GeometryType=\"XYZ\">\n     <DataItem Dimensions=\"8 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">{f}:/{DOMAIN}</DataItem>\n    </Geometry>\n   </Grid>\n"
+    )
+}
+
 /// The meshes' grid of one snapshot file `f` with `t` triangles (snapshot `step`, `time`).
 fn mesh_grid(f: &str, t: usize, step: u64, time: &str) -> String {
     let v = 3 * t;
@@ -591,6 +673,8 @@ mod tests {
             particles: 5,
             triangles,
             vertex,
+            contacts: 0,
+            domain: true,
         }
     }
 
@@ -608,25 +692,32 @@ mod tests {
         assert_eq!(x.matches("TopologyType=\"Polyvertex\"").count(), 3);
         assert!(!x.contains("/>\n    <Geometry"), "{x}");
         assert_eq!(x.matches("<Grid ").count(), x.matches("</Grid>").count());
-        assert_eq!(x.matches("<Topology ").count(), 5);
+        assert_eq!(x.matches("<Topology ").count(), 8);
     }
 
-    /// The domain holds one temporal collection per kind (meshes, then particles last, where
-    /// meshio's `TimeSeriesReader` looks), each of uniform grids with their time; a grid
-    /// without rows is left out (ParaView's XDMF 2 reader fails on an empty topology), and so
-    /// is a collection without grids.
+    /// The domain holds one temporal collection per kind — the domain box first (every
+    /// time: ParaView's XDMF 2 reader takes its times from the first collection and fails on a
+    /// later one with a time it lacks), meshes, contacts, the particles last (where meshio's
+    /// `TimeSeriesReader` looks) — each of uniform grids with their time; a grid without rows
+    /// is left out (ParaView's XDMF 2 reader fails on an empty topology), and so is a
+    /// collection without grids.
     #[test]
     fn xdmf_is_one_temporal_collection_per_kind() {
         let mut empty = entry(0, 4, false);
         empty.particles = 0;
-        let x = xdmf(&[empty, entry(10, 4, false), entry(20, 4, false)]);
+        let mut es = [empty, entry(10, 4, false), entry(20, 4, false)];
+        es[2].contacts = 7;
+        let x = xdmf(&es);
         let top: Vec<&str> = x.lines().filter(|l| l.starts_with("  <Grid ")).collect();
-        assert_eq!(top.len(), 2, "{x}");
-        assert!(top[0].contains("Name=\"meshes\"") && top[1].contains("Name=\"particles\""));
+        let names: Vec<&str> = top.iter().map(|l| l.split('"').nth(1).unwrap()).collect();
+        assert_eq!(names, ["domain", "meshes", "contacts", "particles"], "{x}");
         assert!(top
             .iter()
             .all(|l| l.contains("CollectionType=\"Temporal\"")));
+        assert_eq!(x.matches("TopologyType=\"Hexahedron\"").count(), 3);
         assert_eq!(x.matches("TopologyType=\"Triangle\"").count(), 3);
+        assert_eq!(x.matches("TopologyType=\"Polyline\"").count(), 1);
+        assert!(x.contains("snap_000000020.h5:/contacts/lines"));
         assert_eq!(x.matches("TopologyType=\"Polyvertex\"").count(), 2);
         assert!(!x.contains("snap_000000000.h5:/pos"), "{x}");
         assert!(!x.contains("Spatial"));
@@ -635,9 +726,9 @@ mod tests {
             x.matches("GridType=\"Uniform\"").count(),
             x.matches("<Time ").count()
         );
-        // no meshes and no particles: no grid at all
+        // nothing at all: no grid
         let mut e = entry(0, 0, false);
-        e.particles = 0;
+        (e.particles, e.domain) = (0, false);
         assert!(!xdmf(&[e]).contains("<Grid "));
     }
 
@@ -657,7 +748,11 @@ mod tests {
                 vec![4, 7, 9]
             };
             let path = dir.join(format!("s{gid_rows}.h5"));
-            write_h5(&Comm::Serial, &path, 1, 0.5, &b, &MeshRows::default()).unwrap();
+            let mesh = MeshRows {
+                domain: vec![0.0; 24],
+                ..MeshRows::default()
+            };
+            write_h5(&Comm::Serial, &path, 1, 0.5, &b, &mesh, None).unwrap();
             let f = File::open(&path).unwrap();
             assert_eq!(f.link_exists(VERTEX), !gid_rows);
             if !gid_rows {

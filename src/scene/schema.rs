@@ -805,6 +805,11 @@ pub struct OutputSpec {
     /// Write a snapshot every this many steps (0 = only the final one).
     #[serde(default)]
     pub snapshot_every: u64,
+    /// Every snapshot also holds the contact network (group `contacts`: per contact the two
+    /// bodies, point, normal, forces, overlap, damage, sliding; `io::contacts`), shown by the
+    /// XDMF as lines between the centres (default false).
+    #[serde(default)]
+    pub contacts: bool,
     /// Seconds between progress lines on stderr.
     #[serde(default = "default_progress")]
     pub progress_s: f64,
@@ -827,6 +832,7 @@ impl Default for OutputSpec {
         OutputSpec {
             series_every: default_series(),
             snapshot_every: 0,
+            contacts: false,
             progress_s: default_progress(),
             analysis_region: None,
         }

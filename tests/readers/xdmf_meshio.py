@@ -27,14 +27,16 @@ except ImportError as e:
     print("NO_MESHIO", e)
     sys.exit(77)
 
-VTK = {"vertex": 1, "line": 3, "triangle": 5}
+VTK = {"vertex": 1, "line": 3, "triangle": 5, "hexahedron": 12}
 
 
 def flat(a):
     return " ".join(repr(x) for x in a.ravel().tolist())
 
 
-def kind(point_data, cell_data):
+def kind(point_data, cell_data, cells=()):
+    if [c.type for c in cells] == ["hexahedron"]:
+        return "domain"
     if "radius" in point_data:
         return "spheres"
     if "mesh" in cell_data:
@@ -47,7 +49,7 @@ def kind(point_data, cell_data):
 def dump(i, t, points, cells, point_data, cell_data):
     blocks = [(c.type, c.data.reshape(len(c.data), -1)) for c in cells]
     ncells = sum(len(d) for _, d in blocks)
-    print("grid", i, repr(t), kind(point_data, cell_data), len(points), ncells)
+    print("grid", i, repr(t), kind(point_data, cell_data, cells), len(points), ncells)
     print("points", flat(points))
     print("celltypes", " ".join(str(VTK.get(ty, -1)) for ty, d in blocks for _ in range(len(d))))
     print("cellsizes", " ".join(str(d.shape[1]) for _, d in blocks for _ in range(len(d))))
