@@ -10,15 +10,15 @@ instead. The snapshot is the last one unless --time picks another (the nearest).
 What it shows: the spheres as shaded spheres of their radius (Point Gaussian), coloured by the
 velocity magnitude |vel|, and the drum, a semi-transparent surface with its rims (feature edges)
 drawn dark, seen along the axis (y) from a little above and to the side. ParaView's
-Xdmf3ReaderT reads the file; with meshes each time of snapshots.xmf is a spatial collection of
-the meshes' Triangle grid then the spheres' Polyvertex grid (src/io/snapshot.rs), picked here
-by position.
+Xdmf3ReaderT reads the file; snapshots.xmf holds one temporal collection per kind of grid: the
+domain's box, the meshes' Triangle grids, with `contacts: true` the contacts', and the spheres'
+Polyvertex grids last (src/io/snapshot.rs `xdmf`), picked here by position.
 """
 
 import argparse
 import sys
 
-from paraview import simple
+from paraview import servermanager, simple
 
 
 def main():
@@ -36,8 +36,9 @@ def main():
     if not times:
         sys.exit(f"{a.xmf}: no snapshots")
     t = times[-1] if a.time is None else min(times, key=lambda x: abs(x - a.time))
-    meshes = simple.ExtractBlock(Input=r, Selectors=["/Root/*[1]"])
-    spheres = simple.ExtractBlock(Input=r, Selectors=["/Root/*[2]"])
+    blocks = servermanager.Fetch(r).GetNumberOfBlocks()
+    meshes = simple.ExtractBlock(Input=r, Selectors=["/Root/*[2]"])
+    spheres = simple.ExtractBlock(Input=r, Selectors=[f"/Root/*[{blocks}]"])
     surface = simple.ExtractSurface(Input=simple.MergeBlocks(Input=meshes))
     # the triangles share no points in the file (3 vertices each): merge them for the edges
     rims = simple.FeatureEdges(Input=simple.Clean(Input=surface))

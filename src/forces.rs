@@ -53,6 +53,8 @@ pub struct ForceSlots {
     /// The last contact loop's writer was asked not to record forces (see [`Self::writer`];
     /// false before any step).
     unrecorded: bool,
+    /// A contact loop ran (a writer was made) since this was made: forces exist.
+    stepped: bool,
     wall_buf: Vec<Slot>,
     fill: Vec<u32>,
     /// (wall index, pair) per wall slot, for ordering.
@@ -425,6 +427,7 @@ impl ForceSlots {
     pub fn writer(&mut self, record: bool) -> SlotWriter {
         let n_owned = self.n_owned;
         self.unrecorded = !record;
+        self.stepped = true;
         SlotWriter {
             acc: self.acc.as_mut_ptr(),
             n_acc: self.acc.len(),
@@ -514,6 +517,12 @@ impl ForceSlots {
     /// the integrator's total particle forces, which follow the same switch.
     pub fn recorded(&self) -> bool {
         !self.unrecorded
+    }
+
+    /// The forces of a step are there to read: a step ran in this process (not at step 0, nor
+    /// right after a restart) and recorded them ([`Self::recorded`]).
+    pub fn forces_known(&self) -> bool {
+        self.stepped && !self.unrecorded
     }
 
     /// Force on particle 1 of sphere pair `k` (zero if particle 1 is a ghost), for a pair in
@@ -734,22 +743,24 @@ impl SlotWriter {
     }
 }
 
-/// Number of real contacts touching each owned particle (for snapshots).
-pub fn contact_counts(n_owned: usize, pairs: &PairList, walls: &PairList, out: &mut Vec<u32>) {
+/// Number of real contacts touching each owned particle (for snapshots): [all (walls and
+/// facets too), with other particles only (the coordination number)].
+pub fn contact_counts(n_owned: usize, pairs: &PairList, walls: &PairList, out: &mut Vec<[u32; 2]>) {
     out.clear();
-    out.resize(n_owned, 0);
+    out.resize(n_owned, [0; 2]);
     for (k, &a) in pairs.active.iter().enumerate() {
         if a {
             for p in [pairs.i[k], pairs.j[k]] {
                 if (p as usize) < n_owned {
-                    out[p as usize] += 1;
+                    out[p as usize][0] += 1;
+                    out[p as usize][1] += 1;
                 }
             }
         }
     }
     for (k, &a) in walls.active.iter().enumerate() {
         if a {
-            out[walls.i[k] as usize] += 1;
+            out[walls.i[k] as usize][0] += 1;
         }
     }
 }

@@ -152,8 +152,9 @@ pub struct Advance<'a> {
     vel: *mut V3,
     angvel: *mut V3,
     ori: *mut Quat,
-    /// Null: the total forces are not stored.
+    /// Null: the total forces and torques are not stored.
     force: *mut V3,
+    torque: *mut V3,
     n: usize,
     mass: &'a [f64],
     inertia: &'a [f64],
@@ -199,7 +200,7 @@ unsafe impl Sync for Advance<'_> {}
 
 impl<'a> Advance<'a> {
     /// `reference`: positions at the last rebuild; `lambda`: Cundall damping; `g`: gravity;
-    /// `record`: store each particle's total force in `Particles::force`; `want_box`: return
+    /// `record`: store each particle's total force and torque in `Particles::force`, `torque`; `want_box`: return
     /// the box of the displacements (else an empty one).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
@@ -220,6 +221,10 @@ impl<'a> Advance<'a> {
             ori: ps.ori[..n].as_mut_ptr(),
             force: match record {
                 true => ps.force[..n].as_mut_ptr(),
+                false => std::ptr::null_mut(),
+            },
+            torque: match record {
+                true => ps.torque[..n].as_mut_ptr(),
                 false => std::ptr::null_mut(),
             },
             n,
@@ -296,6 +301,7 @@ impl<'a> Advance<'a> {
                 self.g
             };
             if !self.force.is_null() {
+                std::slice::from_raw_parts_mut(self.torque.add(p0), n).copy_from_slice(&t[..n]);
                 let out = std::slice::from_raw_parts_mut(self.force.add(p0), n);
                 out.copy_from_slice(&f[..n]);
                 if !self.damp_gravity {

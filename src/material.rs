@@ -54,6 +54,9 @@ pub struct HertzMat {
     pub poisson: f64,
     /// Interparticle friction angle φ [rad] (μ = tan φ; LIGGGHTS `coefficientFriction`).
     pub friction_angle: f64,
+    /// The friction coefficient μ as the scene gave it (`friction`), else `None` (μ = tan φ).
+    #[serde(default)]
+    pub friction: Option<f64>,
     /// Density ρ [kg/m³].
     pub density: f64,
     /// Normal coefficient of restitution e ∈ (0, 1]; `None` = elastic (no damping).
@@ -79,6 +82,9 @@ pub struct FrictMat {
     pub poisson: f64,
     /// Interparticle friction angle φ [rad].
     pub friction_angle: f64,
+    /// The friction coefficient μ as the scene gave it (`friction`), else `None` (μ = tan φ).
+    #[serde(default)]
+    pub friction: Option<f64>,
     /// Density ρ [kg/m³].
     pub density: f64,
     /// Normal coefficient of restitution e ∈ (0, 1]; `None` = no viscous normal damping.
@@ -197,6 +203,19 @@ pub struct PairMix {
     kind: MixKind,
 }
 
+/// tan φ of a pair, the smaller friction of materials a and b, each (φ, μ as given): tan of
+/// the smaller angle when both gave an angle (the bits before coefficients were accepted),
+/// else the smaller coefficient (μ = tan φ is increasing: the same pair either way, and a
+/// coefficient given is used as written, not as tan(atan μ)).
+fn mix_mu(a: (f64, Option<f64>), b: (f64, Option<f64>)) -> f64 {
+    match (a.1, b.1) {
+        (None, None) => a.0.min(b.0).tan(),
+        (ma, mb) => ma
+            .unwrap_or_else(|| a.0.tan())
+            .min(mb.unwrap_or_else(|| b.0.tan())),
+    }
+}
+
 /// The law-specific part of a [`PairMix`] (one arm per frictional law).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum MixKind {
@@ -224,7 +243,10 @@ impl PairMix {
     pub fn of(a: &Material, b: &Material) -> PairMix {
         match (a, b) {
             (Material::Frict(a), Material::Frict(b)) => PairMix {
-                tan_phi: a.friction_angle.min(b.friction_angle).tan(),
+                tan_phi: mix_mu(
+                    (a.friction_angle, a.friction),
+                    (b.friction_angle, b.friction),
+                ),
                 kind: MixKind::Linear {
                     two_e: [2.0 * a.young, 2.0 * b.young],
                     poisson: [a.poisson, b.poisson],
@@ -236,7 +258,10 @@ impl PairMix {
             (Material::Hertz(a), Material::Hertz(b)) => {
                 let (e_star, g_star) = hertz_moduli(a, b);
                 PairMix {
-                    tan_phi: a.friction_angle.min(b.friction_angle).tan(),
+                    tan_phi: mix_mu(
+                        (a.friction_angle, a.friction),
+                        (b.friction_angle, b.friction),
+                    ),
                     kind: MixKind::Hertz {
                         e_star,
                         g_star,
@@ -431,6 +456,7 @@ mod tests {
             young: e,
             poisson: nu,
             friction_angle: phi,
+            friction: None,
             density: 1000.0,
             restitution: None,
         })
@@ -502,6 +528,7 @@ mod tests {
                 young,
                 poisson,
                 friction_angle: 0.3,
+                friction: None,
                 density: 2000.0,
                 restitution: Some(0.5),
                 surface_energy: 0.0,

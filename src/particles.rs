@@ -39,9 +39,11 @@ pub struct Particles {
     /// Carried through migration, ghosts, checkpoints (format 3) and snapshots.
     pub tag: Vec<u16>,
     /// Total force of the current step (owned particles only; ghosts hold zeros), for the time
-    /// series and the strain controller. The torque is not stored: nothing reads it, and the
-    /// integrator streams one array fewer.
+    /// series, the snapshots and the strain controller; stored by the integrator only in the
+    /// steps that record forces (`Simulation::record_forces`).
     pub force: Vec<V3>,
+    /// Total torque of the current step (the contacts'), as `force`: for the snapshots.
+    pub torque: Vec<V3>,
     /// Number of owned particles; the rest are ghosts.
     pub n_owned: usize,
 }
@@ -113,6 +115,7 @@ impl Particles {
         self.wrap.push(p.wrap);
         self.tag.push(p.tag);
         self.force.push(V3::zeros());
+        self.torque.push(V3::zeros());
     }
 
     /// Add an owned particle (only valid while there are no ghosts).
@@ -162,9 +165,10 @@ impl Particles {
         self.wrap.truncate(n);
         self.tag.truncate(n);
         self.force.truncate(n);
+        self.torque.truncate(n);
     }
 
-    /// Overwrite particle `i` with `p` (the force is reset).
+    /// Overwrite particle `i` with `p` (the force and torque are reset).
     pub fn set(&mut self, i: usize, p: &Particle) {
         self.gid[i] = p.gid;
         self.pos[i] = p.pos;
@@ -180,6 +184,7 @@ impl Particles {
         self.wrap[i] = p.wrap;
         self.tag[i] = p.tag;
         self.force[i] = V3::zeros();
+        self.torque[i] = V3::zeros();
     }
 
     /// Copy the kinematic state (what changes every step) of `src` into ghost `dst`.
@@ -208,6 +213,7 @@ impl Particles {
         apply(&mut self.vel, perm, &mut s.v3s);
         apply(&mut self.angvel, perm, &mut s.v3s);
         apply(&mut self.force, perm, &mut s.v3s);
+        apply(&mut self.torque, perm, &mut s.v3s);
         apply(&mut self.ori, perm, &mut s.quats);
         apply(&mut self.radius, perm, &mut s.f64s);
         apply(&mut self.mass, perm, &mut s.f64s);

@@ -472,7 +472,8 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let snaps = match opts.restart {
         Some(_) => SnapshotWriter::resume(&out_dir, root, sim.step),
         None => SnapshotWriter::new(&out_dir, root),
-    };
+    }
+    .map(|w| w.with_contacts(output.contacts));
     let mut snaps = sim.comm.agree(snaps)?;
     let save = |sim: &Simulation| -> Result<PathBuf> {
         write_checkpoint(sim, &ck_dir, ck.keep as usize, &scene_text, &scene_file)
@@ -514,6 +515,10 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     // the step whose GPU state the CPU copy holds (snapshots and checkpoints read it)
     let mut synced = sim.step;
     let series_due = |step: u64| every > 0 && (step.is_multiple_of(every) || step == end);
+    let snap_every = output.snapshot_every;
+    // periodic snapshots, and the final one (the loop's end, or its last step)
+    let snapshot_due =
+        |step: u64| step == end || (snap_every > 0 && step.is_multiple_of(snap_every));
     let result = (|| -> Result<()> {
         // the first neighbour build is set-up, timed apart (a failure in it is reported like
         // one in a step: it is a rebuild)
@@ -530,6 +535,11 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 }
             };
             setup_s = sim.comm.max_f64(t);
+            // the initial state (LIGGGHTS' dump at step 0) with periodic snapshots, part of
+            // the set-up's time; its forces are NaN (no step has computed any)
+            if sim.step == 0 && snap_every > 0 {
+                snaps.write(&sim)?;
+            }
             start = Instant::now();
         }
         setup_total_s = sim.comm.max_f64(started.elapsed().as_secs_f64());
@@ -544,8 +554,9 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             );
         }
         while sim.step < end {
-            // Forces are read by the series rows and the strainer's rows only.
-            sim.record_forces = strain_every > 0 || series_due(sim.step + 1);
+            // Forces are read by the series rows, the strainer's rows and the snapshots only.
+            let next = sim.step + 1;
+            sim.record_forces = strain_every > 0 || series_due(next) || snapshot_due(next);
             sim.stop_requested = signals::requested().is_some();
             sim.checkpoint_requested = root
                 && ck.wall_seconds > 0.0
@@ -579,8 +590,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 };
                 sim.comm.agree(row)?;
             }
-            if output.snapshot_every > 0 && sim.step % output.snapshot_every == 0 && sim.step != end
-            {
+            if snap_every > 0 && sim.step % snap_every == 0 && sim.step != end {
                 sync_gpu(&mut gpu, &mut sim, &mut synced)?;
                 snaps.write(&sim)?;
             }

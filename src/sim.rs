@@ -74,6 +74,64 @@ pub struct Stats {
     pub servo: Option<[f64; 6]>,
     /// The energy budget (scenes with `energy: true`).
     pub energy: Option<Budget>,
+    /// The contact network of the particles (within the scene's `analysis_region`).
+    pub network: Network,
+}
+
+/// The particles' contact network in `series.csv` (issue 32), over sphere–sphere contacts —
+/// within the scene's `output.analysis_region` if it has one: of the particles whose centre
+/// lies in it, and of the contacts whose contact point does.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Network {
+    /// Mean coordination number: the particles' contacts with particles over the particles
+    /// (2 N_c / N without a region).
+    pub coordination: f64,
+    /// Eigenvalues, largest first, of Satake's fabric tensor F = (1/N_c) Σ n ⊗ n (trace 1;
+    /// NaN without contacts).
+    pub fabric: [f64; 3],
+    /// Fraction of the contacts at Coulomb's limit ([`ContactView::sliding`]; NaN without
+    /// contacts).
+    pub sliding: f64,
+}
+
+/// One contact as the analysis outputs see it (issue 32: `series.csv`'s network columns, the
+/// snapshots' `contacts`): body 1 is the particle of lower gid, or the particle of a contact
+/// with a wall or facet (body 2).
+#[derive(Clone, Copy, Debug)]
+pub struct ContactView {
+    /// Contact point [m] at the current positions: x₁ + n (r₁ − δ/2) between spheres (the
+    /// middle of the overlap, Yade's `ScGeom::contactPoint`), x − n_w (r − δ/2) on a plane
+    /// wall, the closest point of the triangle (of the last step) on a facet.
+    pub point: V3,
+    /// Unit normal from body 1 towards body 2, as the law used it in the last step.
+    pub normal: V3,
+    /// Force on body 1 in the last step [N] (NaN where no step recorded forces).
+    pub force: V3,
+    /// Normal force −F · n [N], positive in compression (negative: a cohesive pull).
+    pub f_n: f64,
+    /// Tangential force |F − (F · n) n| [N].
+    pub f_t: f64,
+    /// Overlap δ [m] at the current positions: r₁ + r₂ − |l| (negative for a stretched CPM
+    /// link), −gap on a wall.
+    pub overlap: f64,
+    /// CPM damage ω (0 for frictional contacts).
+    pub damage: f64,
+    /// Coulomb's limit held the tangential force in the last step: |F_T| ≥ (1 − 10⁻⁶) × the
+    /// law's limit ([`FrictLawKind::coulomb_limit`](crate::contact::law::FrictLawKind::coulomb_limit));
+    /// false for CPM contacts and where no force is known.
+    pub sliding: bool,
+}
+
+/// The relative tolerance of [`ContactView::sliding`]: the law's radial return puts |F_T| on
+/// its limit to round-off, and the limit recomputed here (from the force, or from the step's
+/// geometry — the positions less the step's displacement) is as close.
+const SLIDE_TOL: f64 = 1e-6;
+
+/// (−F · n, |F − (F · n) n|): the normal force (compression positive) and the tangential
+/// force's magnitude.
+fn split(f: V3, n: V3) -> (f64, f64) {
+    let fn_ = f.dot(&n);
+    (-fn_, (f - n * fn_).norm())
 }
 
 /// One rank's share of a checkpoint, as `io::checkpoint` reads it.
@@ -333,6 +391,8 @@ pub struct Simulation {
     pub cell: Option<CellEngine>,
     /// Energy tracking (scene `energy: true`): this rank's cumulative terms.
     pub energy: Option<EnergyBook>,
+    /// The region the contact network's series columns are restricted to (`Network`).
+    pub analysis_region: Option<crate::engines::region::Region>,
     /// Wall clock since the current cell stage started (or the run), for its log line.
     stage_clock: Instant,
     /// This process' CPU seconds when the current cell stage started.
@@ -923,6 +983,7 @@ impl Simulation {
             flow: crate::engines::Flow::new(scene.flow),
             servo: scene.servo_walls,
             energy: scene.energy.then(EnergyBook::default),
+            analysis_region: scene.analysis_region,
             stage_clock: Instant::now(),
             stage_cpu: 0.0,
             cell: scene.cell.map(|mut c| {
@@ -2088,8 +2149,8 @@ impl Simulation {
     pub fn set_friction(&mut self, phi: f64) {
         for m in &mut self.materials {
             match m {
-                crate::material::Material::Frict(f) => f.friction_angle = phi,
-                crate::material::Material::Hertz(h) => h.friction_angle = phi,
+                crate::material::Material::Frict(f) => (f.friction_angle, f.friction) = (phi, None),
+                crate::material::Material::Hertz(h) => (h.friction_angle, h.friction) = (phi, None),
                 crate::material::Material::Hooke(h) => h.xmu = phi.tan(),
                 crate::material::Material::Cpm(_) => {}
             }
@@ -2265,7 +2326,10 @@ impl Simulation {
                 max_ov = max_ov.max(ov / ps.radius[i]);
             }
         }
-        let mut counts = [n_contacts, n_free, ps.n_owned as i64];
+        let (fabric, net) = self.network_sums();
+        sums.extend(fabric);
+        let counts = [n_contacts, n_free, ps.n_owned as i64];
+        let mut counts = [counts.as_slice(), net.as_slice()].concat();
         self.comm.sum_i64s(&mut counts);
         self.comm.sum_exact(&mut sums);
         let max_ov = self.comm.max_f64(max_ov);
@@ -2314,6 +2378,147 @@ impl Simulation {
                 [x, y, z, e.x, e.y, e.z]
             }),
             energy: self.energy_budget(),
+            network: {
+                let at = 4 + 3 * nw + 6 * nm;
+                let ([n_c, n_slide, ends, n_p], f) =
+                    ([3, 4, 5, 6].map(|k| counts[k] as f64), &v[at..]);
+                let fabric = match n_c > 0.0 {
+                    // (nalgebra's iteration would not end on NaN)
+                    false => [f64::NAN; 3],
+                    true => {
+                        let m = M3::new(f[0], f[5], f[4], f[5], f[1], f[3], f[4], f[3], f[2]);
+                        let e = (m / n_c).symmetric_eigenvalues();
+                        let mut e = [e[0], e[1], e[2]];
+                        e.sort_by(|a, b| b.total_cmp(a));
+                        e
+                    }
+                };
+                Network {
+                    coordination: ends / n_p,
+                    fabric,
+                    sliding: n_slide / n_c,
+                }
+            },
+        }
+    }
+
+    /// This rank's part of the contact network's sums ([`Network`]): Σ n ⊗ n (xx, yy, zz, yz,
+    /// xz, xy) over the sphere–sphere contacts whose point lies in the analysis region (each
+    /// once: on the owner of particle 1), and [those contacts, those sliding, contact ends on
+    /// owned particles in the region, owned particles in the region]. On rayon; exact sums.
+    fn network_sums(&self) -> (Vec<ExactSum>, [i64; 4]) {
+        let (ps, pairs) = (&self.ps, &self.pairs);
+        let n = ps.n_owned;
+        let inside = |x: &V3| self.analysis_region.as_ref().is_none_or(|r| r.contains(x));
+        const IJ: [(usize, usize); 6] = [(0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1)];
+        let (fabric, counts) = par_fold(
+            pairs.len(),
+            || (vec![ExactSum::new(); 6], [0i64; 3]),
+            |k, (f, c)| {
+                if !pairs.active[k] {
+                    return;
+                }
+                let (i, j) = (pairs.i[k] as usize, pairs.j[k] as usize);
+                for p in [i, j] {
+                    c[2] += (p < n && inside(&ps.pos[p])) as i64;
+                }
+                if i < n {
+                    let v = self.sphere_contact(k);
+                    if inside(&v.point) {
+                        c[0] += 1;
+                        c[1] += v.sliding as i64;
+                        for (s, &(a, b)) in f.iter_mut().zip(&IJ) {
+                            s.add(v.normal[a] * v.normal[b]);
+                        }
+                    }
+                }
+            },
+            |(f, c), (g, d)| {
+                f.iter_mut().zip(&g).for_each(|(a, b)| a.merge(b));
+                c.iter_mut().zip(d).for_each(|(a, b)| *a += b);
+            },
+        );
+        let n_p = ps.pos[..n].iter().filter(|x| inside(x)).count() as i64;
+        (fabric, [counts[0], counts[1], counts[2], n_p])
+    }
+
+    /// Sphere pair `k` (in contact, particle 1 owned) as the outputs see it.
+    pub fn sphere_contact(&self, k: usize) -> ContactView {
+        let (ps, pairs) = (&self.ps, &self.pairs);
+        let (i, j) = (pairs.i[k] as usize, pairs.j[k] as usize);
+        let (r1, r2) = (ps.radius[i], ps.radius[j]);
+        let l = pairs.branch(k, &ps.pos);
+        let d = l.norm();
+        let overlap = r1 + r2 - d;
+        let st = &pairs.state[k];
+        let force = match self.slots.forces_known() {
+            true => self.slots.pair_force(k),
+            false => V3::repeat(f64::NAN),
+        };
+        let (f_n, f_t) = split(force, st.n_old);
+        let (damage, sliding) = match &self.cpm {
+            Some(_) => (pairs.cpm[k].omega, false),
+            None => {
+                let limit = self.mix.law().coulomb_limit(&st.phys, -f_n, || {
+                    // the step's geometry: the branch vector less the step's relative
+                    // displacement (with a deforming cell, its mean field's too)
+                    let dv = ps.vel[j] - ps.vel[i] + pairs.grad.map_or(V3::zeros(), |g| g * l);
+                    (l - dv * self.dt).norm() - r1 - r2
+                });
+                (0.0, f_t > 0.0 && f_t >= (1.0 - SLIDE_TOL) * limit)
+            }
+        };
+        ContactView {
+            point: ps.pos[i] + l * ((r1 - 0.5 * overlap) / d),
+            normal: st.n_old,
+            force,
+            f_n,
+            f_t,
+            overlap,
+            damage,
+            sliding,
+        }
+    }
+
+    /// Wall (or facet) pair `k` (in contact) as the outputs see it: body 1 the sphere, body 2
+    /// the wall.
+    pub fn wall_contact_view(&self, k: usize) -> ContactView {
+        let (ps, pairs) = (&self.ps, &self.wall_pairs);
+        let (i, w) = (pairs.i[k] as usize, pairs.j[k] as usize);
+        let r = ps.radius[i];
+        let st = &pairs.state[k];
+        // the law's body 1 is the wall, its normal points to the sphere
+        let f_wall = match self.slots.forces_known() {
+            true => self.slots.wall_force(k),
+            false => V3::repeat(f64::NAN),
+        };
+        let n = st.n_old;
+        let (f_n, f_t) = split(f_wall, n);
+        let (point, overlap, u_n) = match self.walls.get(w) {
+            Some(wall) => {
+                let gap = wall.gap(ps.pos[i], r);
+                let v = ps.vel[i] - wall.vel
+                    + pairs
+                        .grad
+                        .map_or(V3::zeros(), |g| g * (ps.pos[i] - pairs.grad_origin));
+                let point = ps.pos[i] - wall.normal * (r + 0.5 * gap);
+                (point, -gap, gap - v.dot(&wall.normal) * self.dt)
+            }
+            None => {
+                let h = &self.facets.hit[k];
+                (h.q, -h.u_n, h.u_n)
+            }
+        };
+        let limit = self.mix.law().coulomb_limit(&st.phys, -f_n, || u_n);
+        ContactView {
+            point,
+            normal: -n,
+            force: -f_wall,
+            f_n,
+            f_t,
+            overlap,
+            damage: 0.0,
+            sliding: f_t > 0.0 && f_t >= (1.0 - SLIDE_TOL) * limit,
         }
     }
 

@@ -29,6 +29,7 @@ mod tests {
             young: 1e7,
             poisson: 0.25,
             friction_angle: 0.5,
+            friction: None,
             density: 2600.0,
             restitution: None,
         })];

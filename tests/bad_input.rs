@@ -164,6 +164,18 @@ bad!(
     "must share surface_energy"
 );
 bad!(friction_angle, At::Scene, 9, "materials[0].friction_angle");
+bad!(
+    friction_twice,
+    At::Scene,
+    10,
+    "materials[0].coefficientFriction: give either"
+);
+bad!(
+    radius_and_diameter,
+    At::Scene,
+    10,
+    "spheres[1].diameter: give either `radius` or `diameter`"
+);
 bad!(restitution, At::Scene, 11, "materials[0].restitution");
 // CPM materials (issue 20: Yade names as aliases, friction as an angle or a tangent).
 bad!(cpm_friction_twice, At::Scene, 8, "not both");
@@ -256,6 +268,12 @@ bad!(zero_radius, At::Scene, 8, "spheres[0].radius");
 bad!(unknown_sphere_material, At::Scene, 9, "spheres[1].material");
 bad!(bad_blocked, At::Scene, 8, "spheres[0].blocked");
 bad!(no_spheres, At::Scene, 7, "no spheres");
+bad!(
+    empty_without_domain,
+    At::Scene,
+    7,
+    "spheres: a scene that starts without spheres needs a `domain`"
+);
 bad!(lattice_overlap, At::Scene, 11, "spheres[0].spacing");
 // Data files.
 bad!(missing_text_file, At::Scene, 9, "no_such_spheres.txt");

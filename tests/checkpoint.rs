@@ -146,7 +146,7 @@ fn settle_restart_continues_bitwise() {
         assert_same_end(&tmp, &full, &part, 1200);
         let xmf = std::fs::read_to_string(tmp.0.join(&part).join("snapshots.xmf")).unwrap();
         for step in [300, 600, 750, 900, 1200] {
-            let name = format!("snap_{step:09}.h5:/pos");
+            let name = format!("snap_{step:09}.h5:/radius");
             assert_eq!(xmf.matches(&name).count(), 1, "{name} in the XDMF once");
         }
     }

@@ -178,6 +178,67 @@ fn inlet_and_outlet_are_bitwise_across_ranks_and_restart() {
     assert_eq!(c, c0, "restart: series differs");
 }
 
+/// A LIGGGHTS-style pour (issue 32, acceptance 2): the scene starts empty — no `spheres` —
+/// and an inlet fills a walled box with Hertz beads (LIGGGHTS' names) falling under gravity,
+/// 2 000 spheres/s from t = 0.01 s, the first 500 steps without a single sphere. Checkpoints
+/// at step 400 (empty) and 4 000.
+const EMPTY_POUR: &str = r#"Scene(
+    materials: [Hertz(name: "glass", youngsModulus: 5e6, poissonsRatio: 0.45,
+                      coefficientFriction: 0.5, coefficientRestitution: 0.3, density: 2500.0)],
+    walls: [
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "glass"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (1.0, 0.0, 0.0), material: "glass"),
+        Wall(point: (0.04, 0.0, 0.0), normal: (-1.0, 0.0, 0.0), material: "glass"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 1.0, 0.0), material: "glass"),
+        Wall(point: (0.0, 0.04, 0.0), normal: (0.0, -1.0, 0.0), material: "glass"),
+    ],
+    gravity: (0.0, 0.0, -9.81),
+    dt: Fixed(2e-5), run: Steps(8000),
+    domain: Domain(lo: (-0.005, -0.005, -0.005), hi: (0.045, 0.045, 0.08)),
+    output: Output(series_every: 500, snapshot_every: 4000),
+    checkpoint: (every: 400, keep: 20),
+    inlets: [Inlet(name: "pour", region: Box(lo: (0.002, 0.002, 0.03), hi: (0.038, 0.038, 0.06)),
+                   material: "glass", diameters: Uniform(0.003, 0.004), rate: Count(2000.0),
+                   velocity: (0.0, 0.0, -1.0), start: 0.01, every: 50, seed: 5)],
+)"#;
+
+/// Acceptance 2 of issue 32: the empty pour runs on 1 and 3 ranks with the same bits
+/// (reproducible mode: final snapshot and series), the beads reach the floor (its force at
+/// the end points down, contacts exist) and count = inserted at every row; a restart on 2
+/// ranks from the empty checkpoint of step 400 continues with the same bits.
+#[test]
+fn empty_pour_is_bitwise_on_1_and_3_ranks() {
+    let tmp = TempDir::new("empty_pour");
+    let (s0, c0) = same_bits_on_layouts(&[(1, 1), (3, 1)], |r, t, out| {
+        let series = run(&tmp, EMPTY_POUR, r, t, out);
+        let st = read_state(&tmp.0.join(format!("{out}/snapshots/snap_000008000.h5")));
+        (st, series)
+    });
+    let (n, ins) = (col(&c0, "n_particles"), col(&c0, "inlet_pour_count"));
+    assert_eq!(n, ins, "count = inserted");
+    assert_eq!(n[0], 0.0, "nothing before the inlet starts");
+    assert!(*n.last().unwrap() >= 250.0, "{n:?}");
+    assert_eq!(s0.gid.len() as f64, *n.last().unwrap());
+    // the beads press on the floor (the force they exert on it points down)
+    assert!(
+        *col(&c0, "wall0_fz_N").last().unwrap() < 0.0,
+        "on the floor"
+    );
+    assert!(*col(&c0, "n_contacts").last().unwrap() > 100.0);
+    let ck = tmp.0.join("o1_1/checkpoints/ckpt_0000000400.h5");
+    let o = demhpc(
+        2,
+        1,
+        &["--restart", ck.to_str().unwrap(), "--reproducible"],
+        &tmp.0,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let st = read_state(&tmp.0.join("o1_1/snapshots/snap_000008000.h5"));
+    assert!(st == s0, "restart from the empty checkpoint differs");
+    let c = std::fs::read_to_string(tmp.0.join("o1_1/series.csv")).unwrap();
+    assert_eq!(c, c0, "restart: series differs");
+}
+
 /// A `Cylinder` inlet (axis tilted off every coordinate axis) fills 150 spheres of diameters
 /// U(4, 8) mm with zero gravity among 27 lattice spheres: on 1, 2 and 3 ranks the gids
 /// are 0..177, the bits those of 1 rank, every velocity exactly 0 (no overlap at insertion),

@@ -37,7 +37,7 @@ Scene(
 "#;
 const DT: f64 = 1e-5;
 const STEPS: u64 = 1000;
-const SNAP_STEPS: [u64; 4] = [300, 600, 900, 1000];
+const SNAP_STEPS: [u64; 5] = [0, 300, 600, 900, 1000];
 const RADIUS: f64 = 0.01;
 const DENSITY: f64 = 7800.0;
 const V0: f64 = 0.5;
@@ -251,15 +251,22 @@ fn h5dump_layout() {
         ("radius", "H5T_IEEE_F64LE", vec![2]),
         ("ncontacts", "H5T_STD_U32LE", vec![2]),
         ("tag", "H5T_STD_U32LE", vec![2]),
+        ("material", "H5T_STD_U32LE", vec![2]),
+        ("force", "H5T_IEEE_F64LE", vec![2, 3]),
+        ("torque", "H5T_IEEE_F64LE", vec![2, 3]),
+        ("coordination", "H5T_STD_U32LE", vec![2]),
+        ("domain", "H5T_IEEE_F64LE", vec![8, 3]),
     ] {
         let d = get("DATASET", name, "");
         assert_eq!(d.datatype, ty, "{name} type");
         assert_eq!(d.dims.as_ref(), Some(&dims), "{name} shape");
     }
     let n_datasets = objs.iter().filter(|o| o.kind == "DATASET").count();
-    assert_eq!(n_datasets, 7, "datasets: {objs:?}");
+    assert_eq!(n_datasets, 12, "datasets: {objs:?}");
     // Units on the physical quantities, step/time/version on the file.
-    for name in ["pos", "vel", "angvel", "radius"] {
+    for name in [
+        "pos", "vel", "angvel", "radius", "force", "torque", "domain",
+    ] {
         assert_eq!(get("ATTRIBUTE", "unit", name).datatype, "H5T_STRING");
     }
     let step = get("ATTRIBUTE", "step", "");
@@ -459,11 +466,20 @@ def fail(msg):
 if root.tag != "Xdmf":
     fail("root element is " + root.tag)
 coll = root.findall("./Domain/Grid")
-if len(coll) != 1 or coll[0].get("GridType") != "Collection" or coll[0].get("CollectionType") != "Temporal":
-    fail("expected one temporal collection")
+if [c.get("Name") for c in coll] != ["domain", "particles"]:
+    fail("expected the domain's and the particles' collections")
+for c in coll:
+    if c.get("GridType") != "Collection" or c.get("CollectionType") != "Temporal":
+        fail("expected temporal collections")
 kinds = {"Float": "f", "UInt": "u", "Int": "i"}
-n = 0
 for g in coll[0].findall("Grid"):
+    fname, dname = g.find("Geometry/DataItem").text.strip().split(":/")
+    with h5py.File(os.path.join(base, fname), "r") as f:
+        if dname != "domain" or f[dname].shape != (8, 3):
+            fail("domain grid " + g.get("Name"))
+    print("domain", g.get("Name"), g.find("Time").get("Value"))
+n = 0
+for g in coll[1].findall("Grid"):
     t = float(g.find("Time").get("Value"))
     topo = g.find("Topology")
     if topo.get("TopologyType") != "Polyvertex":
@@ -523,6 +539,12 @@ fn xdmf_matches_snapshots() {
         .map(|l| l.split_whitespace().collect())
         .collect();
     assert_eq!(grids.len(), SNAP_STEPS.len(), "{text}");
+    let domains = text.lines().filter(|l| l.starts_with("domain ")).count();
+    assert_eq!(
+        domains,
+        SNAP_STEPS.len(),
+        "the domain at every time: {text}"
+    );
     for (g, step) in grids.iter().zip(SNAP_STEPS) {
         assert_eq!(g[1], format!("step{step}"), "{text}");
         let t: f64 = g[2].parse().unwrap();
@@ -531,10 +553,11 @@ fn xdmf_matches_snapshots() {
         // Each grid reads only its own snapshot file.
         assert_eq!(&g[4..], [format!("snapshots/snap_{step:09}.h5")], "{text}");
     }
-    // connectivity (gid), pos, radius, vel, angvel, gid, ncontacts, tag per grid.
+    // connectivity (gid), pos, radius, vel, angvel, gid, ncontacts, tag, material, force,
+    // torque, coordination, pos (as data, for meshio's time-series reader) per grid.
     assert!(
         text.lines()
-            .any(|l| l == format!("dataitems {}", 8 * SNAP_STEPS.len())),
+            .any(|l| l == format!("dataitems {}", 13 * SNAP_STEPS.len())),
         "{text}"
     );
 }
@@ -547,7 +570,8 @@ fn series_csv() {
     let (h, rows) = read_series(&out);
     assert_eq!(
         h.join(","),
-        "step,time_s,dt_s,ke_trans_J,ke_rot_J,n_contacts,unbalanced,max_overlap_rel",
+        "step,time_s,dt_s,ke_trans_J,ke_rot_J,n_contacts,unbalanced,max_overlap_rel,\
+         mean_coordination,fabric_e1,fabric_e2,fabric_e3,sliding_fraction",
         "header (no walls)"
     );
     let want: Vec<u64> = (1..=STEPS / 30).map(|k| 30 * k).chain([STEPS]).collect();
@@ -571,12 +595,27 @@ fn series_csv() {
             assert!(close(unbalanced, 1.0, 1e-12), "row {r:?}");
             assert!(r[col(&h, "max_overlap_rel")] > 0.0, "row {r:?}");
             assert!(ke < ke0, "energy stored in the contact: {r:?}");
+            // the network: 2 N_c / N = 1, all contact normals along x (F = n ⊗ n = e_x ⊗ e_x),
+            // head-on (no tangential force: not sliding)
+            assert_eq!(r[col(&h, "mean_coordination")], 1.0, "row {r:?}");
+            let e: Vec<f64> = ["fabric_e1", "fabric_e2", "fabric_e3"]
+                .iter()
+                .map(|c| r[col(&h, c)])
+                .collect();
+            assert!(
+                (e[0] - 1.0).abs() < 1e-15 && e[1].abs() < 1e-15 && e[2].abs() < 1e-15,
+                "{e:?}"
+            );
+            assert_eq!(r[col(&h, "sliding_fraction")], 0.0, "row {r:?}");
         } else {
             // Before and after the collision: all energy kinetic (1 % at this coarse dt).
             assert!(close(ke, ke0, 1e-2), "KE {ke} vs {ke0}: {r:?}");
             assert_eq!(r[col(&h, "max_overlap_rel")], 0.0, "row {r:?}");
             // no contact and no force at all: nothing unbalanced (not NaN)
             assert_eq!(unbalanced, 0.0, "row {r:?}");
+            // no contact: coordination 0, no fabric nor sliding fraction (NaN)
+            assert_eq!(r[col(&h, "mean_coordination")], 0.0, "row {r:?}");
+            assert!(r[col(&h, "fabric_e1")].is_nan() && r[col(&h, "sliding_fraction")].is_nan());
         }
     }
     assert!(

@@ -1,17 +1,19 @@
 //! The snapshots of a rotating drum as real XDMF readers load them (issue 21, point 4): what a
 //! user sees on opening `snapshots.xmf` in ParaView. A small drum (120 spheres falling inside a
-//! closed drum of 192 triangles turning at 5 rad/s about y, 600 steps, snapshots at steps 200,
-//! 400, 600) is loaded by
+//! closed drum of 192 triangles turning at 5 rad/s about y, 600 steps, snapshots at steps 0,
+//! 200, 400, 600) is loaded by
 //!
 //! - ParaView's own readers, through `pvbatch` (`tests/readers/xdmf_paraview.py`): the three
 //!   its Open dialog offers for `.xmf`: Xdmf3ReaderS ("Xdmf3 Reader"), Xdmf3ReaderT and the
 //!   XDMF 2 XDMFReader. ParaView is heavy (~250 Debian packages, ~1 GB), so `scripts/setup.sh`
 //!   installs it only with `--peers`; without it this part is skipped with a NOTICE;
 //! - meshio (`tests/readers/xdmf_meshio.py`), the cheap check that always runs (`setup.sh`
-//!   installs python3-meshio, ~7 MB): it reads each time's grids copied verbatim into a
-//!   one-grid file, since it does not read collections.
+//!   installs python3-meshio, ~7 MB): its `TimeSeriesReader` on snapshots.xmf itself (the
+//!   particles at every time: issue 32 — the layout before gave it no grid with meshes, and
+//!   the first time's positions only without), and `meshio.read` on each time's grids copied
+//!   verbatim into one-grid files (it reads one grid per file).
 //!
-//! Both dump what they read in one format, checked here: the time steps (3, at step · Δt), at
+//! Both dump what they read in one format, checked here: the time steps (4, at step · Δt), at
 //! each time one particle dataset (120 points, 120 one-point vertex cells over points 0..119,
 //! the positions, radii and velocities of the snapshot file) and one mesh dataset (192 triangle
 //! cells over points 0..575, all of mesh 0), whose points are the STL's vertices turned by
@@ -33,7 +35,7 @@ const PYTHON: &str = "/usr/bin/python3";
 const R: f64 = 0.03;
 const OMEGA: f64 = 5.0;
 const DT: f64 = 7e-6;
-const SNAP_STEPS: [u64; 3] = [200, 400, 600];
+const SNAP_STEPS: [u64; 4] = [0, 200, 400, 600];
 const SPHERES: usize = 120;
 const TRIANGLES: usize = 192;
 /// Tolerance relative to the scale of each quantity (the drum radius for positions).
@@ -154,8 +156,9 @@ fn read_f64(f: &hdf5::File, name: &str) -> Vec<f64> {
     f.dataset(name).unwrap().read_raw::<f64>().unwrap()
 }
 
-/// The checks of the module doc on one reader's dump.
-fn check(d: &Dump, out: &Path, tris: &[[V3; 3]]) {
+/// The checks of the module doc on one reader's dump (`meshes`: it holds the meshes' grids
+/// too; meshio's time-series reader reads the particles only).
+fn check(d: &Dump, out: &Path, tris: &[[V3; 3]], meshes: bool) {
     let who = &d.reader;
     // the time steps
     assert_eq!(
@@ -171,7 +174,10 @@ fn check(d: &Dump, out: &Path, tris: &[[V3; 3]]) {
             "{who}: time {t} vs {want}"
         );
     }
-    assert_eq!(d.grids.len(), 2 * SNAP_STEPS.len(), "{who}: datasets");
+    // the spheres, with meshes the meshes and the domain's box too (meshio's time-series
+    // reader reads the particles only)
+    let kinds = if meshes { 3 } else { 1 };
+    assert_eq!(d.grids.len(), kinds * SNAP_STEPS.len(), "{who}: datasets");
     for (i, step) in SNAP_STEPS.iter().enumerate() {
         let at: Vec<&Grid> = d.grids.iter().filter(|g| g.time_index == i).collect();
         let one = |kind: &str| -> &Grid {
@@ -179,11 +185,8 @@ fn check(d: &Dump, out: &Path, tris: &[[V3; 3]]) {
             assert_eq!(g.len(), 1, "{who}, time {i}: one {kind} dataset");
             g[0]
         };
-        let (sp, me) = (one("spheres"), one("meshes"));
-        assert!(
-            sp.time == d.times[i] && me.time == d.times[i],
-            "{who}: dataset times"
-        );
+        let sp = one("spheres");
+        assert!(sp.time == d.times[i], "{who}: dataset times");
         let f = hdf5::File::open(out.join(format!("snapshots/snap_{step:09}.h5"))).unwrap();
         let ctx = format!("{who}, step {step}");
 
@@ -203,11 +206,28 @@ fn check(d: &Dump, out: &Path, tris: &[[V3; 3]]) {
         let vel = &sp.arrays["vel"];
         let want = read_f64(&f, "vel");
         let vmax = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        assert!(vmax > 0.01, "{ctx}: the spheres fall ({vmax} m/s)");
+        // at rest at step 0, falling after
+        assert!(
+            (vmax > 0.01) == (*step > 0),
+            "{ctx}: the spheres fall ({vmax} m/s)"
+        );
+        let vmax = vmax.max(1e-3);
         assert_eq!(vel.0, 3, "{ctx}: vel components");
         assert_close(&ctx, &vel.1, &want, vmax);
+        if !meshes {
+            continue;
+        }
 
         // the drum: its triangles turned by ω t about y through the origin
+        let me = one("meshes");
+        assert!(me.time == d.times[i], "{who}: dataset times");
+        // the domain: its box, one hexahedron (VTK 12) over the file's 8 corners
+        let dom = one("domain");
+        assert_eq!(
+            (dom.n_points, dom.n_cells, &dom.cell_types[..]),
+            (8, 1, &[12u8][..])
+        );
+        assert_close(&ctx, &dom.points, &read_f64(&f, "domain"), R);
         assert_eq!(
             (me.n_points, me.n_cells),
             (3 * TRIANGLES, TRIANGLES),
@@ -237,7 +257,7 @@ fn check(d: &Dump, out: &Path, tris: &[[V3; 3]]) {
             .zip(&start)
             .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
         assert!(
-            moved > 100.0 * TOL * R,
+            (moved > 100.0 * TOL * R) == (*step > 0),
             "{ctx}: the drum turned ({moved} m)"
         );
     }
@@ -286,7 +306,7 @@ fn paraview_reads_drum_snapshots() {
     let readers: Vec<&str> = dumps.iter().map(|d| d.reader.as_str()).collect();
     assert_eq!(readers, ["Xdmf3ReaderS", "Xdmf3ReaderT", "XDMFReader"]);
     for d in &dumps {
-        check(d, &out, &tris);
+        check(d, &out, &tris, true);
     }
 }
 
@@ -312,9 +332,12 @@ fn meshio_reads_drum_snapshots() {
         return;
     };
     let dumps = parse(&text);
-    assert_eq!(dumps.len(), 1);
-    assert_eq!(dumps[0].reader, "meshio");
-    check(&dumps[0], &out, &tris);
+    let readers: Vec<&str> = dumps.iter().map(|d| d.reader.as_str()).collect();
+    assert_eq!(readers, ["meshio-series", "meshio"]);
+    // its own time-series reader on snapshots.xmf: the particles at every time
+    check(&dumps[0], &out, &tris, false);
+    // every grid of every time, one by one
+    check(&dumps[1], &out, &tris, true);
     let left: Vec<_> = std::fs::read_dir(&out)
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -361,6 +384,152 @@ fn readers_ignore_the_users_site_packages() {
         return;
     };
     let dumps = parse(&text);
-    assert_eq!(dumps.len(), 1);
-    check(&dumps[0], &out, &tris);
+    let readers: Vec<&str> = dumps.iter().map(|d| d.reader.as_str()).collect();
+    assert_eq!(readers, ["meshio-series", "meshio"]);
+    check(&dumps[1], &out, &tris, true);
+}
+
+/// A box of 180 spheres settling on a floor between four walls (gravity tilted towards two of
+/// them), with the contact network in each snapshot (`contacts: true`): snapshots at steps 0
+/// (no contact yet: left out of the contacts' collection), 3000 and 6000.
+const CONTACT_BOX: &str = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, friction: 0.4, density: 2600.0)],
+    walls: [
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "g"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (1.0, 0.0, 0.0), material: "g"),
+        Wall(point: (0.0144, 0.0, 0.0), normal: (-1.0, 0.0, 0.0), material: "g"),
+        Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 1.0, 0.0), material: "g"),
+        Wall(point: (0.0, 0.0144, 0.0), normal: (0.0, -1.0, 0.0), material: "g"),
+    ],
+    spheres: [Lattice(material: "g", spacing: 2.4e-3, counts: (6, 6, 5), radius: 1e-3,
+                      polydispersity: 0.1, jitter: 0.05e-3)],
+    gravity: (2.0, 1.0, -9.81), damping: 0.3, dt: Fixed(7e-6), skin: 0.2e-3, run: Steps(6000),
+    domain: Domain(lo: (-0.002, -0.002, -0.002), hi: (0.0164, 0.0164, 0.02)),
+    output: Output(series_every: 3000, snapshot_every: 3000, contacts: true),
+)"#;
+
+/// The contacts' grids as a reader gave them (`d`): at the times of steps 3000 and 6000 one
+/// dataset each, of one 2-point line cell per contact row of the snapshot file (VTK_LINE, or
+/// ParaView's VTK_POLY_LINE), whose points are the file's `ends` and whose cell array `fn` is
+/// the file's (to 1e-6 of the largest). Returns the rows per time.
+fn check_contacts(d: &Dump, out: &Path) -> Vec<usize> {
+    let who = &d.reader;
+    let steps = [0u64, 3000, 6000];
+    assert_eq!(d.times.len(), 3, "{who}: times {:?}", d.times);
+    let mut rows = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        let at: Vec<&Grid> = d
+            .grids
+            .iter()
+            .filter(|g| g.time_index == i && g.kind == "contacts")
+            .collect();
+        if *step == 0 {
+            assert!(at.is_empty(), "{who}: contacts at step 0");
+            continue;
+        }
+        assert_eq!(at.len(), 1, "{who}, step {step}: one contacts dataset");
+        let g = at[0];
+        let f = hdf5::File::open(out.join(format!("snapshots/snap_{step:09}.h5"))).unwrap();
+        let f_n = read_f64(&f, "contacts/fn");
+        let c = f_n.len();
+        let ctx = format!("{who}, step {step}");
+        assert!(
+            c > if *step == 6000 { 50 } else { 0 },
+            "{ctx}: {c} contacts"
+        );
+        assert_eq!((g.n_cells, g.n_points), (c, 2 * c), "{ctx}");
+        assert!(
+            g.cell_types.iter().all(|&t| t == 3 || t == 4),
+            "{ctx}: lines"
+        );
+        assert_eq!(g.cell_sizes, vec![2; c], "{ctx}");
+        assert_eq!(g.conn, (0..2 * c).collect::<Vec<_>>(), "{ctx}");
+        assert_close(&ctx, &g.points, &read_f64(&f, "contacts/ends"), 0.02);
+        let fmax = f_n.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let got = &g.arrays["fn"];
+        assert_eq!(got.0, 1, "{ctx}: fn components");
+        assert_close(&ctx, &got.1, &f_n, fmax);
+        rows.push(c);
+    }
+    rows
+}
+
+/// Issue 32, acceptance 3, the readers: the contact network opens in ParaView — its three XDMF
+/// readers give the contacts' lines between the centres at every time with the normal force —
+/// and renders coloured by the normal force (`tests/readers/render_contacts.py`, under
+/// `xvfb-run`: the colour map spans the file's `fn`), and in meshio at every time (each grid
+/// by `meshio.read`; its time-series reader gives the particles). ParaView is skipped with a
+/// NOTICE when absent, as above.
+#[test]
+fn contacts_open_in_paraview_and_meshio() {
+    let tmp = TempDir::new("contacts_readers");
+    std::fs::write(tmp.0.join("scene.ron"), CONTACT_BOX).unwrap();
+    let o = demhpc(1, 1, &["--out", "out", "scene.ron"], &tmp.0);
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
+    let out = tmp.0.join("out");
+    let xmf = out.join("snapshots.xmf");
+
+    let mut cmd = Command::new(PYTHON);
+    cmd.arg(script("xdmf_meshio.py")).arg(&xmf);
+    if let Some(text) = read_with(
+        "contacts_meshio",
+        cmd,
+        "scripts/setup.sh installs python3-meshio",
+    ) {
+        let dumps = parse(&text);
+        assert_eq!(dumps[1].reader, "meshio");
+        check_contacts(&dumps[1], &out);
+        // the time series: the particles at every time
+        assert_eq!(dumps[0].times.len(), 3);
+        assert!(dumps[0].grids.iter().all(|g| g.kind == "spheres"));
+    }
+
+    let install =
+        "ParaView: scripts/setup.sh --peers, or apt-get install paraview python3-paraview";
+    let mut cmd = Command::new("pvbatch");
+    cmd.arg(script("xdmf_paraview.py")).arg(&xmf);
+    mpi_env(&mut cmd);
+    let Some(text) = read_with("contacts_paraview", cmd, install) else {
+        return;
+    };
+    let dumps = parse(&text);
+    assert_eq!(dumps.len(), 3);
+    let rows: Vec<Vec<usize>> = dumps.iter().map(|d| check_contacts(d, &out)).collect();
+    assert!(rows.iter().all(|r| *r == rows[0]));
+
+    // the picture: lines coloured by fn
+    let png = tmp.0.join("contacts.png");
+    let mut cmd = Command::new("xvfb-run");
+    cmd.args(["-a", "pvbatch"])
+        .arg(script("render_contacts.py"))
+        .arg(&xmf)
+        .arg(&png);
+    mpi_env(&mut cmd);
+    let Some(text) = read_with("contacts_render", cmd, "xvfb: scripts/setup.sh --peers") else {
+        return;
+    };
+    let f = hdf5::File::open(out.join("snapshots/snap_000006000.h5")).unwrap();
+    let f_n = read_f64(&f, "contacts/fn");
+    let lines = text.lines().find(|l| l.starts_with("lines ")).unwrap();
+    assert_eq!(lines, format!("lines {}", f_n.len()), "{text}");
+    let range: Vec<f64> = text
+        .lines()
+        .find(|l| l.starts_with("range "))
+        .unwrap()
+        .split_whitespace()
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    let (lo, hi) = f_n
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        });
+    let tol = 1e-9 * hi.abs();
+    assert!(
+        (range[0] - lo).abs() <= tol && (range[1] - hi).abs() <= tol,
+        "colour map {range:?} vs fn [{lo}, {hi}]"
+    );
+    let size = std::fs::metadata(&png).unwrap().len();
+    assert!(size > 5_000, "{} bytes", size);
 }

@@ -1075,6 +1075,7 @@ mod select_tests {
             young: 1e7,
             poisson: 0.3,
             friction_angle: 0.5,
+            friction: None,
             density: 1000.0,
             restitution: Some(0.5),
         })]);

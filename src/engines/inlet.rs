@@ -167,6 +167,8 @@ pub struct Inlet {
     pub every: u64,
     /// Placement attempts per sphere before the inlet gives up for this step.
     pub attempts: u64,
+    /// The tag of the spheres it makes (`Particles::tag`).
+    pub tag: u16,
     /// Twice the largest radius of the scene (initial spheres and every inlet): the reach of the
     /// gathered neighbourhood and the cell of the overlap grid.
     pub reach: f64,
@@ -336,6 +338,7 @@ impl Inlet {
             };
             let mut p = Particle::sphere(self.gid_base + seq, c, r, self.density, self.material);
             p.vel = self.velocity;
+            p.tag = self.tag;
             grid.entry([cell(&c).x, cell(&c).y, cell(&c).z])
                 .or_default()
                 .push(near.len() as u32);

@@ -949,9 +949,6 @@ impl CheckpointInfo {
         if !finite3(&self.bbox_lo) || !finite3(&self.bbox_hi) {
             return Some("attributes decomp_bbox_lo/hi are not finite".into());
         }
-        if self.n_particles == 0 {
-            return Some("attribute n_particles = 0".into());
-        }
         if let Some(c) = &self.cuts {
             let ok = (0..3).all(|a| {
                 c[a].len() as u64 == self.grid[a] + 1

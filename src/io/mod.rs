@@ -3,6 +3,7 @@
 
 pub mod checkpoint;
 pub mod checksum;
+pub mod contacts;
 pub mod h5par;
 pub mod series;
 pub mod snapshot;

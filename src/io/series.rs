@@ -19,10 +19,18 @@ impl Csv {
     fn open(path: &Path, header: &str, resume_at: Option<u64>) -> Result<Self> {
         let mut kept = format!("{header}\n");
         if let (Some(step), Ok(old)) = (resume_at, std::fs::read_to_string(path)) {
+            // a file of an earlier version lacks the columns appended since: its rows get
+            // them empty (pandas reads NaN), so every row has the header's columns
+            let old_header = old.lines().next().unwrap_or("");
+            let pad = match header.strip_prefix(old_header) {
+                Some(more) if more.starts_with(',') => ",".repeat(more.matches(',').count()),
+                _ => String::new(),
+            };
             for line in old.lines().skip(1) {
                 let row_step = line.split(',').next().and_then(|s| s.parse::<u64>().ok());
                 if row_step.is_some_and(|s| s <= step) {
                     kept.push_str(line);
+                    kept.push_str(&pad);
                     kept.push('\n');
                 }
             }
@@ -84,8 +92,16 @@ fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>, more:
     if more.energy {
         head += ENERGY_COLUMNS;
     }
-    head
+    head + NETWORK_COLUMNS
 }
+
+/// The contact network's columns (issue 32; `sim::Network`), last in every series: the mean
+/// coordination number of the particles (contacts with particles per particle), the
+/// eigenvalues of Satake's fabric tensor (1/N_c) Σ n ⊗ n over the sphere–sphere contacts,
+/// largest first (their sum is 1), and the fraction of those contacts at Coulomb's limit —
+/// within `output.analysis_region` when the scene gives one; NaN without contacts.
+pub const NETWORK_COLUMNS: &str =
+    ",mean_coordination,fabric_e1,fabric_e2,fabric_e3,sliding_fraction";
 
 /// The optional column groups of a scene: a deforming cell's, the servo walls', the energy
 /// budget's.
@@ -197,6 +213,11 @@ impl Series {
                 e.total()
             );
         }
+        let nw = &s.network;
+        line += &format!(
+            ",{:.12e},{:.12e},{:.12e},{:.12e},{:.12e}",
+            nw.coordination, nw.fabric[0], nw.fabric[1], nw.fabric[2], nw.sliding
+        );
         self.0.line(&line)
     }
 

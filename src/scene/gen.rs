@@ -881,6 +881,7 @@ mod tests {
             spacing: 2.4e-3,
             counts: [20, 20, 20],
             radius: 1e-3,
+            diameter: None,
             polydispersity: 0.1,
             jitter: 0.05e-3,
             seed: 20240601,
@@ -902,6 +903,7 @@ mod tests {
             hi: [6.0, 4.0, 3.0],
             count: 2000,
             radius: 0.1,
+            diameter: None,
             polydispersity: 0.2,
             seed: 9,
         };
@@ -934,6 +936,7 @@ mod tests {
             hi: [10.0; 3],
             count: 300,
             radius: 0.5,
+            diameter: None,
             polydispersity: 0.2,
             seed: 7,
         };

@@ -72,6 +72,8 @@ pub struct Scene {
     pub servo_walls: Option<crate::engines::servo_wall::ServoWalls>,
     /// Energy tracking (`energy: true`).
     pub energy: bool,
+    /// `output.analysis_region`, validated.
+    pub analysis_region: Option<crate::engines::region::Region>,
 }
 
 /// Parse context: turns a field path into a positioned error.
@@ -322,17 +324,23 @@ fn syntax_error(
     }
 }
 
-fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
+fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
     let materials = build_materials(ctx, &sf.materials)?;
+    resolve_sizes(ctx, &mut sf.spheres)?;
     let mut walls = build_walls(ctx, &sf.walls, &materials)?;
     let given_domain = sf
         .domain
         .as_ref()
         .map(|d| domain_spec(ctx, d))
         .transpose()?;
-    let (sources, base, bad) = build_spheres(ctx, &sf.spheres, &materials, &walls, &given_domain)?;
+    let (sources, mut base, bad) =
+        build_spheres(ctx, &sf.spheres, &materials, &walls, &given_domain)?;
+    // a scene that starts empty (a LIGGGHTS pour) is sized by its inlets
+    let mut empty_skin = None;
     if base.n == 0 {
-        return Err(ctx.err("spheres", "the scene has no spheres"));
+        let (summary, r_mean) = empty_scene(ctx, &sf, &materials, given_domain.is_some())?;
+        base = summary;
+        empty_skin = Some(0.2 * r_mean);
     }
     let gravity = ctx.finite3("gravity", sf.gravity)?;
     if !(0.0..1.0).contains(&sf.damping) {
@@ -342,7 +350,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
     warn_rayleigh(ctx, dt, &materials, base.rmin);
     let skin = match sf.skin {
         Some(s) => check_skin(ctx, ctx.positive("skin", s)?, base.rmax)?,
-        None => 0.2 * base.mean_radius(),
+        None => empty_skin.unwrap_or_else(|| 0.2 * base.mean_radius()),
     };
     let steps = run_steps(ctx, &sf.run, dt)?;
     let explicit = given_domain.is_some();
@@ -388,6 +396,10 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         return Err(ctx.err("output.progress_s", "must be ≥ 0"));
     }
     check_checkpoint(ctx, &sf.checkpoint)?;
+    let analysis_region = match &sf.output.analysis_region {
+        Some(r) => Some(region(ctx, "output.analysis_region", r)?),
+        None => None,
+    };
     let laws: Vec<_> = materials.iter().filter_map(|m| m.frict_law()).collect();
     if laws.iter().any(|&l| l != laws[0]) {
         return Err(ctx.err(
@@ -516,6 +528,7 @@ fn build(ctx: &Ctx, sf: SceneFile, text: &str) -> Result<Scene> {
         cell,
         servo_walls,
         energy: sf.energy,
+        analysis_region,
     })
 }
 
@@ -842,7 +855,7 @@ fn flow_engines(
     domain: &Domain,
     dt: f64,
 ) -> Result<Vec<crate::engines::FlowEngine>> {
-    use crate::engines::{outlet::Outlet, region::Region, FlowEngine};
+    use crate::engines::{outlet::Outlet, FlowEngine};
     if sf.inlets.len() > MAX_OUTLETS {
         return Err(ctx.err(
             "inlets",
@@ -876,35 +889,7 @@ fn flow_engines(
         if o.every == 0 {
             return Err(ctx.err(&format!("{p}.every"), "must be ≥ 1"));
         }
-        let rp = format!("{p}.region");
-        let region = match &o.region {
-            RegionSpec::Box { lo, hi } => {
-                let (lo, hi) = (ctx.finite3(&rp, *lo)?, ctx.finite3(&rp, *hi)?);
-                if (0..3).any(|a| lo[a] >= hi[a]) {
-                    return Err(ctx.err(&rp, "the box needs lo < hi on every axis"));
-                }
-                Region::Box { lo, hi }
-            }
-            RegionSpec::HalfSpace { point, normal } => {
-                let point = ctx.finite3(&rp, *point)?;
-                let n = ctx.finite3(&rp, *normal)?;
-                if n.norm_squared() == 0.0 {
-                    return Err(ctx.err(&rp, "the normal must not be zero"));
-                }
-                Region::HalfSpace {
-                    point,
-                    normal: n.normalize(),
-                }
-            }
-            RegionSpec::Cylinder { a, b, radius } => {
-                let (a, b) = (ctx.finite3(&rp, *a)?, ctx.finite3(&rp, *b)?);
-                if (b - a).norm_squared() == 0.0 {
-                    return Err(ctx.err(&rp, "the axis ends a and b must differ"));
-                }
-                let radius = ctx.positive(&rp, *radius)?;
-                Region::Cylinder { a, b, radius }
-            }
-        };
+        let region = region(ctx, &format!("{p}.region"), &o.region)?;
         out.push(FlowEngine::Outlet(Outlet::new(
             o.name.clone(),
             region,
@@ -936,40 +921,118 @@ fn flow_engines(
     Ok(out)
 }
 
-/// Validate inlet `k` (`earlier`: the inlets before it, for unique names).
-#[allow(clippy::too_many_arguments)]
-fn inlet(
-    ctx: &Ctx,
-    k: usize,
-    s: &InletSpec,
-    earlier: &[InletSpec],
-    materials: &[Material],
-    summary: &Summary,
-    domain: &Domain,
-    dt: f64,
-) -> Result<crate::engines::inlet::Inlet> {
-    use crate::engines::inlet::{Inlet, Psd, Rate, GID_STRIDE};
+/// A region (`rp`: its field path) validated: finite numbers, a box with lo < hi, a non-zero
+/// half-space normal (normalised), a cylinder with distinct ends and a positive radius.
+fn region(ctx: &Ctx, rp: &str, spec: &RegionSpec) -> Result<crate::engines::region::Region> {
     use crate::engines::region::Region;
-    let p = format!("inlets[{k}]");
-    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    if s.name.is_empty() || s.name.len() > 64 || !s.name.chars().all(ok) {
+    Ok(match spec {
+        RegionSpec::Box { lo, hi } => {
+            let (lo, hi) = (ctx.finite3(rp, *lo)?, ctx.finite3(rp, *hi)?);
+            if (0..3).any(|a| lo[a] >= hi[a]) {
+                return Err(ctx.err(rp, "the box needs lo < hi on every axis"));
+            }
+            Region::Box { lo, hi }
+        }
+        RegionSpec::HalfSpace { point, normal } => {
+            let point = ctx.finite3(rp, *point)?;
+            let n = ctx.finite3(rp, *normal)?;
+            if n.norm_squared() == 0.0 {
+                return Err(ctx.err(rp, "the normal must not be zero"));
+            }
+            Region::HalfSpace {
+                point,
+                normal: n.normalize(),
+            }
+        }
+        RegionSpec::Cylinder { a, b, radius } => {
+            let (a, b) = (ctx.finite3(rp, *a)?, ctx.finite3(rp, *b)?);
+            if (b - a).norm_squared() == 0.0 {
+                return Err(ctx.err(rp, "the axis ends a and b must differ"));
+            }
+            let radius = ctx.positive(rp, *radius)?;
+            Region::Cylinder { a, b, radius }
+        }
+    })
+}
+
+/// The summary of a scene without spheres, from its inlets (the spheres to come): radius
+/// bounds (halo, placement checks), the p-wave step of each inlet's smallest sphere, and the
+/// box of the inlets' regions in place of the centres' (the decomposition of the open axes);
+/// with the mean of the inlets' smallest and largest radii (the default skin's 0.2 ×).
+/// Refused without an inlet (nothing would ever move) or without a `domain` (the default
+/// domain is the spheres' box).
+fn empty_scene(
+    ctx: &Ctx,
+    sf: &SceneFile,
+    materials: &[Material],
+    explicit_domain: bool,
+) -> Result<(Summary, f64)> {
+    if sf.inlets.is_empty() {
         return Err(ctx.err(
-            &format!("{p}.name"),
-            "must be 1 to 64 letters, digits or `_` (it names series.csv columns)",
+            "spheres",
+            "the scene has no spheres and no inlet to bring any",
         ));
     }
-    if earlier.iter().any(|e| e.name == s.name) {
+    if !explicit_domain {
         return Err(ctx.err(
-            &format!("{p}.name"),
-            format!("inlet `{}` is defined twice", s.name),
+            "spheres",
+            "a scene that starts without spheres needs a `domain` (the default domain is the \
+             spheres' bounding box)",
         ));
     }
-    let material = ctx.material(&format!("{p}.material"), &s.material, materials)?;
-    let mat = &materials[material as usize];
-    if mat.cpm().is_some() {
-        return Err(ctx.err(&format!("{p}.material"), "inlets take frictional materials"));
+    let mut sum = Summary::default();
+    let mut r_mean = 0.0;
+    for (k, s) in sf.inlets.iter().enumerate() {
+        let p = format!("inlets[{k}]");
+        let m = ctx.material(&format!("{p}.material"), &s.material, materials)?;
+        let psd = inlet_psd(ctx, &p, s)?;
+        let (rmin, rmax) = (0.5 * psd.min(), 0.5 * psd.max());
+        sum.rmin = sum.rmin.min(rmin);
+        sum.rmax = sum.rmax.max(rmax);
+        sum.pwave = sum.pwave.min(materials[m as usize].pwave_step(rmin));
+        r_mean += 0.5 * (rmin + rmax) / sf.inlets.len() as f64;
+        // the region's box (validated with the inlet, later)
+        let (lo, hi) = match &s.region {
+            RegionSpec::Box { lo, hi } => (V3::from(*lo), V3::from(*hi)),
+            RegionSpec::Cylinder { a, b, radius } => {
+                let (a, b, r) = (V3::from(*a), V3::from(*b), V3::repeat(radius.abs()));
+                (a.inf(&b) - r, a.sup(&b) + r)
+            }
+            RegionSpec::HalfSpace { .. } => continue,
+        };
+        for (l, h) in [
+            (&mut sum.lo, &mut sum.hi),
+            (&mut sum.raw_lo, &mut sum.raw_hi),
+        ] {
+            *l = l.inf(&lo);
+            *h = h.sup(&hi);
+        }
+        sum.ext_lo = sum.ext_lo.inf(&lo);
+        sum.ext_hi = sum.ext_hi.sup(&hi);
     }
-    let pp = format!("{p}.psd");
+    Ok((sum, r_mean))
+}
+
+/// The validated size distribution (of diameters) of inlet `p` (`s`): `psd` / `diameters`, or
+/// `radii` (doubled), exactly one; errors at the field as written.
+fn inlet_psd(ctx: &Ctx, p: &str, s: &InletSpec) -> Result<crate::engines::inlet::Psd> {
+    use crate::engines::inlet::Psd;
+    let (spec, pp) = match (&s.psd, &s.radii) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.err(
+                &format!("{p}.radii"),
+                "give either `psd` (diameters) or `radii`, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(ctx.err(
+                p,
+                "missing the size distribution: `psd` (diameters) or `radii`",
+            ))
+        }
+        (Some(d), None) => (d.clone(), written(ctx, p, &["psd", "diameters"])),
+        (None, Some(r)) => (r.scaled(2.0), format!("{p}.radii")),
+    };
     let pos = |v: f64| ctx.positive(&pp, v);
     let bounds = |min: f64, max: f64| -> Result<()> {
         pos(min)?;
@@ -979,7 +1042,7 @@ fn inlet(
         }
         Ok(())
     };
-    let psd = match &s.psd {
+    Ok(match &spec {
         PsdSpec::Constant(d) => Psd::Constant(pos(*d)?),
         PsdSpec::Uniform(a, b) => {
             bounds(*a, *b)?;
@@ -1017,6 +1080,46 @@ fn inlet(
             }
             Psd::discrete(t)
         }
+    })
+}
+
+/// Validate inlet `k` (`earlier`: the inlets before it, for unique names).
+#[allow(clippy::too_many_arguments)]
+fn inlet(
+    ctx: &Ctx,
+    k: usize,
+    s: &InletSpec,
+    earlier: &[InletSpec],
+    materials: &[Material],
+    summary: &Summary,
+    domain: &Domain,
+    dt: f64,
+) -> Result<crate::engines::inlet::Inlet> {
+    use crate::engines::inlet::{Inlet, Rate, GID_STRIDE};
+    use crate::engines::region::Region;
+    let p = format!("inlets[{k}]");
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if s.name.is_empty() || s.name.len() > 64 || !s.name.chars().all(ok) {
+        return Err(ctx.err(
+            &format!("{p}.name"),
+            "must be 1 to 64 letters, digits or `_` (it names series.csv columns)",
+        ));
+    }
+    if earlier.iter().any(|e| e.name == s.name) {
+        return Err(ctx.err(
+            &format!("{p}.name"),
+            format!("inlet `{}` is defined twice", s.name),
+        ));
+    }
+    let material = ctx.material(&format!("{p}.material"), &s.material, materials)?;
+    let mat = &materials[material as usize];
+    if mat.cpm().is_some() {
+        return Err(ctx.err(&format!("{p}.material"), "inlets take frictional materials"));
+    }
+    let psd = inlet_psd(ctx, &p, s)?;
+    let pp = match s.radii {
+        Some(_) => format!("{p}.radii"),
+        None => written(ctx, &p, &["psd", "diameters"]),
     };
     let rp = format!("{p}.region");
     let dmax = psd.max();
@@ -1096,7 +1199,7 @@ fn inlet(
     let crit = mat.pwave_step(0.5 * psd.min());
     if dt > crit {
         log::warn!(
-            "{}: {p}.psd: dt {dt:.3e} s exceeds the p-wave critical step {crit:.3e} s of its \
+            "{}: {pp}: dt {dt:.3e} s exceeds the p-wave critical step {crit:.3e} s of its \
              smallest spheres",
             ctx.file.display()
         );
@@ -1118,6 +1221,7 @@ fn inlet(
         gid_base: summary.n + k as u64 * GID_STRIDE,
         every: s.every,
         attempts: s.attempts,
+        tag: s.tag,
         reach: 0.0,
         seq: 0,
         mass: 0.0,
@@ -1511,22 +1615,72 @@ fn check_material_name(ctx: &Ctx, p: &str, name: &str, out: &[Material]) -> Resu
 }
 
 /// A frictional material's friction angle in [0, π/2) and restitution in (0, 1].
-fn check_friction_and_restitution(
+/// The path of a field of `base` as the scene writes it: `base.NAME` for the first of `names`
+/// (the demhpc name, then its aliases) that the file holds, else for the first name.
+fn written(ctx: &Ctx, base: &str, names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{base}.{n}"))
+        .find(|q| ctx.locs.has(q))
+        .unwrap_or_else(|| format!("{base}.{}", names[0]))
+}
+
+/// The names of a frictional material's friction fields: the angle (Yade's), the coefficient
+/// (LIGGGHTS', LAMMPS').
+const ANGLE_NAMES: [&str; 2] = ["friction_angle", "frictionAngle"];
+const FRICTION_NAMES: [&str; 2] = ["friction", "coefficientFriction"];
+
+/// The friction of material `p`, given as exactly one of an angle φ ∈ [0, π/2) [rad] and a
+/// coefficient μ = tan φ ≥ 0, each under any of its names (`angle_names`, `coef_names`;
+/// errors placed at the name written): (φ, μ as given or `None`), φ = atan μ for a coefficient.
+fn friction(
     ctx: &Ctx,
     p: &str,
-    friction_angle: f64,
-    restitution: Option<f64>,
-) -> Result<()> {
-    if !(0.0..std::f64::consts::FRAC_PI_2).contains(&friction_angle) {
-        return Err(ctx.err(
-            &format!("{p}.friction_angle"),
-            format!("must be in [0, π/2) radians, got {friction_angle}"),
-        ));
+    (angle, coef): (Option<f64>, Option<f64>),
+    angle_names: &[&str],
+    coef_names: &[&str],
+) -> Result<(f64, Option<f64>)> {
+    match (angle, coef) {
+        (Some(_), Some(_)) => Err(ctx.err(
+            &written(ctx, p, coef_names),
+            format!(
+                "give either `{}` (radians) or `{}` (the coefficient μ = tan φ), not both",
+                angle_names[0], coef_names[0]
+            ),
+        )),
+        (None, None) => Err(ctx.err(
+            p,
+            format!(
+                "missing the friction: `{}` (radians) or `{}` (the coefficient μ = tan φ)",
+                angle_names[0], coef_names[0]
+            ),
+        )),
+        (Some(a), None) => {
+            if !(0.0..std::f64::consts::FRAC_PI_2).contains(&a) {
+                return Err(ctx.err(
+                    &written(ctx, p, angle_names),
+                    format!("must be in [0, π/2) radians (not degrees), got {a}"),
+                ));
+            }
+            Ok((a, None))
+        }
+        (None, Some(mu)) => {
+            if !(mu >= 0.0 && mu.is_finite()) {
+                return Err(ctx.err(
+                    &written(ctx, p, coef_names),
+                    format!("the friction coefficient must be ≥ 0 and finite, got {mu}"),
+                ));
+            }
+            Ok((mu.atan(), Some(mu)))
+        }
     }
+}
+
+fn check_restitution(ctx: &Ctx, p: &str, restitution: Option<f64>) -> Result<()> {
     if let Some(e) = restitution {
         if !(e > 0.0 && e <= 1.0) {
             return Err(ctx.err(
-                &format!("{p}.restitution"),
+                &written(ctx, p, &["restitution", "coefficientRestitution"]),
                 format!("must be in (0, 1], got {e}"),
             ));
         }
@@ -1550,15 +1704,19 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
         match m {
             MaterialSpec::Frict(f) => {
                 check_material_name(ctx, &p, &f.name, &out)?;
-                ctx.positive(&format!("{p}.young"), f.young)?;
+                ctx.positive(&written(ctx, &p, &["young", "youngsModulus"]), f.young)?;
                 ctx.non_negative(&format!("{p}.poisson"), f.poisson)?;
                 ctx.positive(&format!("{p}.density"), f.density)?;
-                check_friction_and_restitution(ctx, &p, f.friction_angle, f.restitution)?;
+                let fr = (f.friction_angle, f.friction);
+                let (friction_angle, friction) =
+                    friction(ctx, &p, fr, &ANGLE_NAMES, &FRICTION_NAMES)?;
+                check_restitution(ctx, &p, f.restitution)?;
                 out.push(Material::Frict(FrictMat {
                     name: f.name.clone(),
                     young: f.young,
                     poisson: f.poisson,
-                    friction_angle: f.friction_angle,
+                    friction_angle,
+                    friction,
                     density: f.density,
                     restitution: f.restitution,
                 }));
@@ -1568,10 +1726,12 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                 ctx.positive(&format!("{p}.kn"), h.kn)?;
                 let kt = h.kt.unwrap_or(2.0 / 7.0 * h.kn);
                 ctx.positive(&format!("{p}.kt"), kt)?;
-                ctx.non_negative(&format!("{p}.gamma_n"), h.gamma_n)?;
+                ctx.non_negative(&written(ctx, &p, &["gamma_n", "gamman"]), h.gamma_n)?;
                 let gamma_t = h.gamma_t.unwrap_or(0.5 * h.gamma_n);
-                ctx.non_negative(&format!("{p}.gamma_t"), gamma_t)?;
-                ctx.non_negative(&format!("{p}.xmu"), h.xmu)?;
+                ctx.non_negative(&written(ctx, &p, &["gamma_t", "gammat"]), gamma_t)?;
+                let xmu_names = ["xmu", "friction", "coefficientFriction"];
+                let (phi, mu) =
+                    friction(ctx, &p, (h.friction_angle, h.xmu), &ANGLE_NAMES, &xmu_names)?;
                 ctx.positive(&format!("{p}.density"), h.density)?;
                 let m = HookeMat {
                     name: h.name.clone(),
@@ -1579,7 +1739,7 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                     kt,
                     gamma_n: h.gamma_n,
                     gamma_t,
-                    xmu: h.xmu,
+                    xmu: mu.unwrap_or_else(|| phi.tan()),
                     density: h.density,
                     coulomb_total: h.coulomb == CoulombSpec::Total,
                 };
@@ -1605,15 +1765,18 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
             }
             MaterialSpec::Hertz(h) => {
                 check_material_name(ctx, &p, &h.name, &out)?;
-                ctx.positive(&format!("{p}.young"), h.young)?;
+                ctx.positive(&written(ctx, &p, &["young", "youngsModulus"]), h.young)?;
                 ctx.positive(&format!("{p}.density"), h.density)?;
                 if !(0.0..0.5).contains(&h.poisson) {
                     return Err(ctx.err(
-                        &format!("{p}.poisson"),
+                        &written(ctx, &p, &["poisson", "poissonsRatio"]),
                         format!("Poisson's ratio must be in [0, 0.5), got {}", h.poisson),
                     ));
                 }
-                check_friction_and_restitution(ctx, &p, h.friction_angle, h.restitution)?;
+                let fr = (h.friction_angle, h.friction);
+                let (friction_angle, friction) =
+                    friction(ctx, &p, fr, &ANGLE_NAMES, &FRICTION_NAMES)?;
+                check_restitution(ctx, &p, h.restitution)?;
                 ctx.non_negative(&format!("{p}.surface_energy"), h.surface_energy)?;
                 // DMT adhesion is a law constant (Woo's functor parameter): one per scene
                 if let Some(Material::Hertz(o)) =
@@ -1634,7 +1797,8 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
                     name: h.name.clone(),
                     young: h.young,
                     poisson: h.poisson,
-                    friction_angle: h.friction_angle,
+                    friction_angle,
+                    friction,
                     density: h.density,
                     restitution: h.restitution,
                     surface_energy: h.surface_energy,
@@ -1950,6 +2114,37 @@ fn build_spheres(
     Ok((out, scan.sum, scan.bad))
 }
 
+/// Every generator's size as a radius: each takes `radius` or `diameter` [m] (exactly one,
+/// positive and finite; errors at the name written), and a diameter becomes its half (exact).
+fn resolve_sizes(ctx: &Ctx, specs: &mut [SphereSpec]) -> Result<()> {
+    for (k, s) in specs.iter_mut().enumerate() {
+        let p = format!("spheres[{k}]");
+        let (r, d) = match s {
+            SphereSpec::Sphere(o) => (&mut o.radius, o.diameter),
+            SphereSpec::Lattice(l) => (&mut l.radius, l.diameter),
+            SphereSpec::RandomFill(f) => (&mut f.radius, f.diameter),
+            SphereSpec::DensePack(d) => (&mut d.radius, d.diameter),
+            SphereSpec::TextFile(_) | SphereSpec::LammpsData(_) => continue,
+        };
+        // `radius` defaults to NaN when not written (schema::unset)
+        let given = ctx.locs.has(&format!("{p}.radius")) || !r.is_nan();
+        *r = match (given, d) {
+            (true, Some(_)) => {
+                return Err(ctx.err(
+                    &format!("{p}.diameter"),
+                    "give either `radius` or `diameter`, not both",
+                ))
+            }
+            (false, None) => {
+                return Err(ctx.err(&p, "missing the size: `radius` or `diameter` [m]"))
+            }
+            (true, None) => ctx.positive(&format!("{p}.radius"), *r)?,
+            (false, Some(d)) => 0.5 * ctx.positive(&format!("{p}.diameter"), d)?,
+        };
+    }
+    Ok(())
+}
+
 /// Validate one generator (`p` = `spheres[k]`, `offset` = its first gid).
 fn source(ctx: &Ctx, p: &str, s: &SphereSpec, mats: &[Material], offset: u64) -> Result<Source> {
     let too_many = |field: &str| {
@@ -2024,13 +2219,22 @@ fn source(ctx: &Ctx, p: &str, s: &SphereSpec, mats: &[Material], offset: u64) ->
             check_pack_shape(ctx, p, &d.shape)?;
             let n = gen::dense_pack_count(d).map_err(|e| ctx.err(p, e))?;
             if n + offset > MAX_SPHERES {
-                return Err(too_many("radius"));
+                let size = if d.diameter.is_some() {
+                    "diameter"
+                } else {
+                    "radius"
+                };
+                return Err(too_many(size));
             }
             Source::DensePack(d.clone(), m)
         }
         SphereSpec::TextFile(t) => {
             let m = ctx.material(&format!("{p}.material"), &t.material, mats)?;
-            Source::Text(ctx.data_path(&format!("{p}.path"), &t.path)?, m)
+            Source::Text(
+                ctx.data_path(&format!("{p}.path"), &t.path)?,
+                m,
+                t.diameters,
+            )
         }
         SphereSpec::LammpsData(d) => lammps_source(ctx, p, d, mats)?,
     })
@@ -2553,5 +2757,125 @@ mod tests {
         }
         gids.sort_unstable();
         assert_eq!(gids, (0..32).collect::<Vec<u64>>());
+    }
+
+    /// A scene of one material `mat` and one generator `sphere` (issue 32: the friction and
+    /// size forms).
+    fn scene_with(mat: &str, sphere: &str) -> Result<Scene> {
+        let text = format!(
+            "Scene(\n  materials: [{mat}],\n  spheres: [{sphere}],\n  dt: Fixed(1e-5), \
+             run: Steps(1),\n  domain: Domain(lo: (-1.0, -1.0, -1.0), hi: (1.0, 1.0, 1.0)),\n)"
+        );
+        Scene::parse(&text, Path::new("t.ron"))
+    }
+
+    /// Every law takes its friction as an angle or a coefficient (Yade's, LIGGGHTS' and
+    /// LAMMPS' names), used as written: a coefficient gives tan φ = μ exactly; sizes as radius
+    /// or diameter; the errors point at the name written.
+    #[test]
+    fn friction_and_size_forms() {
+        let one = "Sphere(pos: (0.0, 0.0, 0.0), radius: 0.1, material: \"g\")";
+        let tan_phi = |mat: &str| {
+            let s = scene_with(mat, one).unwrap_or_else(|e| panic!("{mat}: {e}"));
+            let mix = crate::material::MixTable::new(&s.materials);
+            mix.get(0, 0).phys(0.1, 0.1, 1.0).tan_phi
+        };
+        for mat in [
+            "Frict(name: \"g\", young: 1e7, friction: 0.3, density: 2600.0)",
+            "Frict(name: \"g\", youngsModulus: 1e7, coefficientFriction: 0.3, density: 2600.0)",
+            "Hertz(name: \"g\", youngsModulus: 1e7, poissonsRatio: 0.3, coefficientFriction: 0.3, \
+             coefficientRestitution: 0.9, density: 2600.0)",
+            "Hooke(name: \"g\", kn: 1e5, gamman: 10.0, xmu: 0.3, density: 2600.0)",
+            "Hooke(name: \"g\", kn: 1e5, gamma_n: 10.0, coefficientFriction: 0.3, density: 2600.0)",
+        ] {
+            assert_eq!(tan_phi(mat), 0.3, "{mat}");
+        }
+        for mat in [
+            "Frict(name: \"g\", young: 1e7, frictionAngle: 0.3, density: 2600.0)",
+            "Hertz(name: \"g\", young: 1e7, poisson: 0.3, friction_angle: 0.3, density: 2600.0)",
+            "Hooke(name: \"g\", kn: 1e5, gamma_n: 10.0, friction_angle: 0.3, density: 2600.0)",
+        ] {
+            assert_eq!(tan_phi(mat), 0.3f64.tan(), "{mat}");
+        }
+        let frict = "Frict(name: \"g\", young: 1e7, friction_angle: 0.5, density: 2600.0)";
+        for (sphere, r) in [
+            (one, 0.1),
+            (
+                "Sphere(pos: (0.0, 0.0, 0.0), diameter: 0.3, material: \"g\")",
+                0.15,
+            ),
+            (
+                "Lattice(material: \"g\", spacing: 0.5, counts: (2, 1, 1), diameter: 0.2)",
+                0.1,
+            ),
+        ] {
+            let s = scene_with(frict, sphere).unwrap_or_else(|e| panic!("{sphere}: {e}"));
+            assert!(all(&s).iter().all(|p| p.radius == r), "{sphere}");
+        }
+        // errors at the field as written (line 2 holds the material, line 3 the spheres)
+        for (mat, sphere, want) in [
+            (
+                "Frict(name: \"g\", young: 1e7, friction_angle: 0.5, friction: 0.4, density: 1.0)",
+                one,
+                "t.ron:2:65: materials[0].friction: give either",
+            ),
+            (
+                "Hertz(name: \"g\", young: 1e7, poisson: 0.3, coefficientFriction: -1.0, density: 1.0)",
+                one,
+                "t.ron:2:58: materials[0].coefficientFriction: the friction coefficient must be",
+            ),
+            (
+                "Frict(name: \"g\", young: 1e7, frictionAngle: 30.0, density: 1.0)",
+                one,
+                "t.ron:2:44: materials[0].frictionAngle: must be in [0, π/2) radians",
+            ),
+            (
+                "Frict(name: \"g\", young: 1e7, density: 1.0)",
+                one,
+                "materials[0]: missing the friction",
+            ),
+            (
+                frict,
+                "Sphere(pos: (0.0, 0.0, 0.0), radius: 0.1, diameter: 0.2, material: \"g\")",
+                "t.ron:3:55: spheres[0].diameter: give either `radius` or `diameter`",
+            ),
+            (
+                frict,
+                "Sphere(pos: (0.0, 0.0, 0.0), diameter: -0.2, material: \"g\")",
+                "t.ron:3:42: spheres[0].diameter: must be positive",
+            ),
+            (
+                frict,
+                "Sphere(pos: (0.0, 0.0, 0.0), material: \"g\")",
+                "spheres[0]: missing the size",
+            ),
+        ] {
+            let e = scene_with(mat, sphere).unwrap_err().to_string();
+            assert!(e.contains(want), "{mat} {sphere}:\n{e}\nwanted {want}");
+        }
+    }
+
+    /// An inlet's sizes as diameters (`psd`, `diameters`) or radii (`radii`): the same
+    /// distribution of diameters.
+    #[test]
+    fn inlet_radii_are_half_diameters() {
+        let psd = |sizes: &str| {
+            let text = format!(
+                "Scene(\n  materials: [Frict(name: \"g\", young: 1e7, friction: 0.5, \
+                 density: 2600.0)],\n  spheres: [Sphere(pos: (0.05, 0.05, 0.05), radius: 0.01, \
+                 material: \"g\")],\n  dt: Fixed(1e-5), run: Steps(1),\n  domain: \
+                 Domain(lo: (0.0, 0.0, 0.0), hi: (1.0, 1.0, 1.0)),\n  inlets: [Inlet(name: \
+                 \"a\", region: Box(lo: (0.1, 0.1, 0.1), hi: (0.9, 0.9, 0.9)), material: \"g\", \
+                 {sizes}, rate: Fill(10))],\n)"
+            );
+            let s = Scene::parse(&text, Path::new("t.ron")).unwrap_or_else(|e| panic!("{e}"));
+            match &s.flow[0] {
+                crate::engines::FlowEngine::Inlet(i) => i.psd.clone(),
+                _ => panic!("not an inlet"),
+            }
+        };
+        let d = psd("psd: Normal(0.02, 0.002, 0.015, 0.025)");
+        assert_eq!(psd("diameters: Normal(0.02, 0.002, 0.015, 0.025)"), d);
+        assert_eq!(psd("radii: Normal(0.01, 0.001, 0.0075, 0.0125)"), d);
     }
 }

@@ -514,6 +514,7 @@ mod tests {
             material: "c".into(),
             shape,
             radius: r,
+            diameter: None,
             porosity: 0.4,
             seed: 3,
         }

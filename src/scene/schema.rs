@@ -11,6 +11,10 @@ fn zero3() -> Vec3 {
 fn default_poisson() -> f64 {
     0.25
 }
+/// A size not given (NaN): the other name of the field was used, or neither (refused).
+fn unset() -> f64 {
+    f64::NAN
+}
 fn default_lattice_seed() -> u64 {
     20240601
 }
@@ -384,13 +388,19 @@ pub struct HookeSpec {
     /// Tangential stiffness Kt [N/m] (default 2/7 Kn, LAMMPS `NULL`).
     #[serde(default)]
     pub kt: Option<f64>,
-    /// Normal damping γ_N [1/s].
+    /// Normal damping γ_N [1/s] (LAMMPS `gamma_n`, also written `gamman`).
+    #[serde(alias = "gamman")]
     pub gamma_n: f64,
     /// Tangential damping γ_T [1/s] (default γ_N / 2, LAMMPS `NULL`; 0 = LAMMPS dampflag 0).
-    #[serde(default)]
+    #[serde(default, alias = "gammat")]
     pub gamma_t: Option<f64>,
-    /// Friction coefficient μ (LAMMPS `xmu`).
-    pub xmu: f64,
+    /// Friction coefficient μ (LAMMPS `xmu`; also `friction`, LIGGGHTS
+    /// `coefficientFriction`); exclusive with `friction_angle`.
+    #[serde(default, alias = "friction", alias = "coefficientFriction")]
+    pub xmu: Option<f64>,
+    /// Friction angle φ [rad] (μ = tan φ; Yade `frictionAngle`), instead of `xmu`.
+    #[serde(default, alias = "frictionAngle")]
+    pub friction_angle: Option<f64>,
     /// Density [kg/m³].
     pub density: f64,
     /// `Total` (default, LAMMPS) or `Elastic` (Yade's Cundall–Strack).
@@ -402,16 +412,23 @@ pub struct HookeSpec {
 #[serde(deny_unknown_fields)]
 pub struct HertzSpec {
     pub name: String,
-    /// Young's modulus E [Pa].
+    /// Young's modulus E [Pa] (LIGGGHTS `youngsModulus`).
+    #[serde(alias = "youngsModulus")]
     pub young: f64,
-    /// Poisson's ratio ν (the elastic constant, in [0, 0.5)).
+    /// Poisson's ratio ν (the elastic constant, in [0, 0.5); LIGGGHTS `poissonsRatio`).
+    #[serde(alias = "poissonsRatio")]
     pub poisson: f64,
-    /// Friction angle [rad] (μ = tan φ).
-    pub friction_angle: f64,
+    /// Friction angle [rad] (μ = tan φ; Yade `frictionAngle`); exclusive with `friction`.
+    #[serde(default, alias = "frictionAngle")]
+    pub friction_angle: Option<f64>,
+    /// Friction coefficient μ (LIGGGHTS `coefficientFriction`), instead of `friction_angle`.
+    #[serde(default, alias = "coefficientFriction")]
+    pub friction: Option<f64>,
     /// Density [kg/m³].
     pub density: f64,
-    /// Normal restitution coefficient (default: none = elastic).
-    #[serde(default)]
+    /// Normal restitution coefficient (default: none = elastic; LIGGGHTS
+    /// `coefficientRestitution`).
+    #[serde(default, alias = "coefficientRestitution")]
     pub restitution: Option<f64>,
     /// Surface energy γ [J/m²] of the DMT adhesion (default 0: none; Woo's `gamma`).
     #[serde(default)]
@@ -430,17 +447,25 @@ pub struct CpmSpec {
 #[serde(deny_unknown_fields)]
 pub struct FrictSpec {
     pub name: String,
-    /// Young's modulus [Pa].
+    /// Young's modulus [Pa] (also LIGGGHTS' `youngsModulus`).
+    #[serde(alias = "youngsModulus")]
     pub young: f64,
-    /// kt/kn ratio, Yade's `FrictMat.poisson` (default 0.25).
+    /// kt/kn ratio, Yade's `FrictMat.poisson` (default 0.25). Not an alias of LIGGGHTS'
+    /// `poissonsRatio`, which is the elastic constant (`Hertz`'s `poisson`).
     #[serde(default = "default_poisson")]
     pub poisson: f64,
-    /// Friction angle [rad].
-    pub friction_angle: f64,
+    /// Friction angle [rad] (Yade `frictionAngle`); exclusive with `friction`.
+    #[serde(default, alias = "frictionAngle")]
+    pub friction_angle: Option<f64>,
+    /// Friction coefficient μ = tan φ (LIGGGHTS `coefficientFriction`), instead of
+    /// `friction_angle`.
+    #[serde(default, alias = "coefficientFriction")]
+    pub friction: Option<f64>,
     /// Density [kg/m³].
     pub density: f64,
-    /// Normal restitution coefficient (default: none = no viscous damping).
-    #[serde(default)]
+    /// Normal restitution coefficient (default: none = no viscous damping; LIGGGHTS
+    /// `coefficientRestitution`).
+    #[serde(default, alias = "coefficientRestitution")]
     pub restitution: Option<f64>,
 }
 
@@ -478,7 +503,12 @@ pub struct InletSpec {
     /// A `Box` or a `Cylinder` (a `HalfSpace` is refused: no volume to fill).
     pub region: RegionSpec,
     pub material: String,
-    pub psd: PsdSpec,
+    /// Size distribution of the diameters [m] (also written `diameters`); or `radii`.
+    #[serde(default, alias = "diameters")]
+    pub psd: Option<PsdSpec>,
+    /// The same distributions of the radii [m], instead of `psd`.
+    #[serde(default)]
+    pub radii: Option<PsdSpec>,
     pub rate: RateSpec,
     /// Initial velocity of the new spheres [m/s] (default 0).
     #[serde(default = "zero3")]
@@ -496,6 +526,10 @@ pub struct InletSpec {
     /// Placement attempts per sphere before giving up for the step (default 50).
     #[serde(default = "default_attempts")]
     pub attempts: u64,
+    /// The tag of the spheres it makes, 0–65535 (default 0; the snapshots' `tag`, as a
+    /// `TextFile`'s 5th column or a LAMMPS atom type).
+    #[serde(default)]
+    pub tag: u16,
 }
 
 /// Size distribution of diameters [m] (`engines::inlet::Psd`).
@@ -509,6 +543,20 @@ pub enum PsdSpec {
     LogNormal(f64, f64, f64, f64),
     /// [(diameter, mass fraction), ...]
     Discrete(Vec<(f64, f64)>),
+}
+
+impl PsdSpec {
+    /// The distribution of `k` times the sizes (radii → diameters: k = 2, exact); the
+    /// log-normal's σ of ln d and the discrete mass fractions do not change.
+    pub fn scaled(&self, k: f64) -> PsdSpec {
+        match self {
+            PsdSpec::Constant(d) => PsdSpec::Constant(k * d),
+            PsdSpec::Uniform(a, b) => PsdSpec::Uniform(k * a, k * b),
+            PsdSpec::Normal(m, s, a, b) => PsdSpec::Normal(k * m, k * s, k * a, k * b),
+            PsdSpec::LogNormal(m, s, a, b) => PsdSpec::LogNormal(k * m, *s, k * a, k * b),
+            PsdSpec::Discrete(t) => PsdSpec::Discrete(t.iter().map(|&(d, f)| (k * d, f)).collect()),
+        }
+    }
 }
 
 /// An inlet's rate.
@@ -615,7 +663,11 @@ pub enum SphereSpec {
 #[serde(deny_unknown_fields)]
 pub struct OneSphere {
     pub pos: Vec3,
+    /// Radius [m]; or `diameter` (exactly one of them).
+    #[serde(default = "unset")]
     pub radius: f64,
+    #[serde(default)]
+    pub diameter: Option<f64>,
     pub material: String,
     #[serde(default = "zero3")]
     pub vel: Vec3,
@@ -634,7 +686,11 @@ pub struct LatticeSpec {
     pub origin: Vec3,
     pub spacing: f64,
     pub counts: [u64; 3],
+    /// Radius [m] (mean, with `polydispersity`); or `diameter`.
+    #[serde(default = "unset")]
     pub radius: f64,
+    #[serde(default)]
+    pub diameter: Option<f64>,
     /// Relative half-width p of the uniform radius distribution (default 0).
     #[serde(default)]
     pub polydispersity: f64,
@@ -652,7 +708,11 @@ pub struct RandomFillSpec {
     pub lo: Vec3,
     pub hi: Vec3,
     pub count: u64,
+    /// Radius [m] (mean, with `polydispersity`); or `diameter`.
+    #[serde(default = "unset")]
     pub radius: f64,
+    #[serde(default)]
+    pub diameter: Option<f64>,
     #[serde(default)]
     pub polydispersity: f64,
     #[serde(default = "default_one")]
@@ -680,8 +740,11 @@ fn default_porosity() -> f64 {
 pub struct DensePackSpec {
     pub material: String,
     pub shape: PackShape,
-    /// Sphere radius [m].
+    /// Sphere radius [m]; or `diameter`.
+    #[serde(default = "unset")]
     pub radius: f64,
+    #[serde(default)]
+    pub diameter: Option<f64>,
     /// Target porosity (default 0.38): the sphere count is (1 − n) V / (4/3 π r³).
     #[serde(default = "default_porosity")]
     pub porosity: f64,
@@ -695,6 +758,10 @@ pub struct TextFileSpec {
     /// Path, relative to the scene file's directory.
     pub path: String,
     pub material: String,
+    /// The 4th column holds diameters (`x y z d`) instead of radii (default false: `x y z r`,
+    /// Yade's `ymport.text`).
+    #[serde(default)]
+    pub diameters: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -738,9 +805,19 @@ pub struct OutputSpec {
     /// Write a snapshot every this many steps (0 = only the final one).
     #[serde(default)]
     pub snapshot_every: u64,
+    /// Every snapshot also holds the contact network (group `contacts`: per contact the two
+    /// bodies, point, normal, forces, overlap, damage, sliding; `io::contacts`), shown by the
+    /// XDMF as lines between the centres (default false).
+    #[serde(default)]
+    pub contacts: bool,
     /// Seconds between progress lines on stderr.
     #[serde(default = "default_progress")]
     pub progress_s: f64,
+    /// The region `series.csv`'s contact-network columns (coordination, fabric, sliding
+    /// fraction) are taken in (default: everywhere): the particles whose centre, and the
+    /// contacts whose contact point, lie in it.
+    #[serde(default)]
+    pub analysis_region: Option<RegionSpec>,
 }
 
 fn default_series() -> u64 {
@@ -755,7 +832,9 @@ impl Default for OutputSpec {
         OutputSpec {
             series_every: default_series(),
             snapshot_every: 0,
+            contacts: false,
             progress_s: default_progress(),
+            analysis_region: None,
         }
     }
 }

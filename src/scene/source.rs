@@ -27,7 +27,8 @@ pub enum Source {
     /// A dense packing: compacted by all ranks together before the set-up's walk
     /// (`scene::pack`), which then emits the spheres handed to it.
     DensePack(DensePackSpec, u16),
-    Text(PathBuf, u16),
+    /// A text file; the flag: its 4th column holds diameters.
+    Text(PathBuf, u16, bool),
     Lammps(PathBuf, LammpsDataSpec, Vec<u16>),
 }
 
@@ -151,9 +152,11 @@ impl Source {
                 }
                 Ok(n)
             }
-            Source::Text(path, m) => {
+            Source::Text(path, m, diameters) => {
                 let mut k = 0;
+                let scale = if *diameters { 0.5 } else { 1.0 };
                 gen::read_text(path, max, tick, &mut |x, r, tag| {
+                    let r = r * scale;
                     let mut p = Particle::sphere(offset + k, x, r, rho(*m), *m);
                     p.tag = tag;
                     emit(p);

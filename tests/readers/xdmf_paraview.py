@@ -9,14 +9,16 @@ numbers; the dump format is that of tests/readers/xdmf_meshio.py:
 
     reader NAME
     times T...                        the reader's time steps
-    grid I TIME KIND NPOINTS NCELLS   one per dataset of time step I (KIND: spheres if it has
-                                      the point array radius, meshes if the cell array mesh)
+    grid I TIME KIND NPOINTS NCELLS   one per dataset of time step I (KIND: domain if it is one
+                                      hexahedron, spheres if it has the point array radius,
+                                      meshes if the cell array mesh, contacts if the cell
+                                      array fn)
     points X Y Z ...                  flattened
     celltypes VTK_TYPE ...            one per cell
     cellsizes N ...                   points per cell
     conn ID ...                       flattened connectivity
     point NAME NCOMP V ...            point arrays radius, vel
-    cell NAME NCOMP V ...             cell array mesh
+    cell NAME NCOMP V ...             cell arrays mesh, fn
     end
 
 Exits 77 when ParaView's Python modules are absent (Debian: python3-paraview).
@@ -38,6 +40,10 @@ def flat(a):
 
 
 def leaves(d):
+    if not d.IsA("vtkCompositeDataSet"):
+        # one grid in the file (particles alone): the dataset itself
+        yield d
+        return
     it = d.NewIterator()
     it.InitTraversal()
     while not it.IsDoneWithTraversal():
@@ -47,7 +53,12 @@ def leaves(d):
 
 def dump(i, t, ds):
     pd, cd = ds.GetPointData(), ds.GetCellData()
-    kind = "spheres" if pd.GetArray("radius") else "meshes" if cd.GetArray("mesh") else "?"
+    if ds.GetNumberOfCells() == 1 and ds.GetCellType(0) == 12:  # VTK_HEXAHEDRON
+        kind = "domain"
+    elif pd.GetArray("radius"):
+        kind = "spheres"
+    else:
+        kind = "meshes" if cd.GetArray("mesh") else "contacts" if cd.GetArray("fn") else "?"
     print("grid", i, repr(t), kind, ds.GetNumberOfPoints(), ds.GetNumberOfCells())
     print("points", flat(vtk_to_numpy(ds.GetPoints().GetData())))
     cells = ds.GetCells()
@@ -55,7 +66,7 @@ def dump(i, t, ds):
     print("celltypes", flat(vtk_to_numpy(ds.GetCellTypesArray())))
     print("cellsizes", flat(offsets[1:] - offsets[:-1]))
     print("conn", flat(vtk_to_numpy(cells.GetConnectivityArray())))
-    for data, kw, names in [(pd, "point", ["radius", "vel"]), (cd, "cell", ["mesh"])]:
+    for data, kw, names in [(pd, "point", ["radius", "vel"]), (cd, "cell", ["mesh", "fn"])]:
         for name in names:
             a = data.GetArray(name)
             if a is not None:

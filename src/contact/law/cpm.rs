@@ -240,7 +240,9 @@ pub struct CpmParams {
     /// Friction angle φ [rad] (Yade `frictionAngle`); exclusive with `tan_phi`.
     #[serde(alias = "frictionAngle")]
     pub friction_angle: Option<f64>,
-    /// tan φ [-], the alternative to `friction_angle`.
+    /// tan φ [-], the alternative to `friction_angle` (also written `friction`, the
+    /// coefficient's name in the frictional materials).
+    #[serde(alias = "friction")]
     pub tan_phi: Option<f64>,
     #[serde(alias = "sigmaT")]
     pub cohesion: Option<f64>,
@@ -297,15 +299,17 @@ impl CpmParams {
             "iso_prestress" => "isoPrestress",
             "omega_threshold" => "omegaThreshold",
             "never_damage" => "neverDamage",
-            "tan_phi" => "friction_angle",
             _ => "",
         };
+        if field == "tan_phi" {
+            // either coefficient name, else the angle it clashes with
+            return ["tan_phi", "friction", "friction_angle", "frictionAngle"]
+                .map(String::from)
+                .to_vec();
+        }
         let mut v = vec![field.to_string()];
         if !yade.is_empty() {
             v.push(yade.to_string());
-        }
-        if field == "tan_phi" {
-            v.push("frictionAngle".into());
         }
         v
     }
@@ -1167,6 +1171,11 @@ mod tests {
             .resolve()
             .unwrap();
         assert_eq!(t.tan_phi, 0.8);
+        // `friction` is the coefficient's name in every law (issue 32)
+        let c = params("friction: 0.8, sigmaT: 1, epsCrackOnset: 1e-4, relDuctility: 2")
+            .resolve()
+            .unwrap();
+        assert_eq!(c, t);
         let both = "tan_phi: 0.8, frictionAngle: 0.6, sigmaT: 1, epsCrackOnset: 1e-4, \
                     relDuctility: 2";
         assert_eq!(params(both).resolve().unwrap_err().0, "tan_phi");

@@ -207,6 +207,27 @@ impl FrictLawKind {
         }
     }
 
+    /// Coulomb's limit on the tangential force of a contact in its last step (outputs: the
+    /// sliding flag; issue 32): μ times the normal force the law limits by, from pair
+    /// constants `p`, the force's component `f_n` = F · n along the law's normal (< 0 in
+    /// compression: the total normal force, F = F_N n + F_T) and, where the law limits by the
+    /// elastic part alone and a dashpot makes the two differ, the normal displacement of that
+    /// step `u_n()` (read only then). Cundall–Strack: μ |K_N u_N|; Hertz: μ |min(F_N, 0)| (the
+    /// total, DMT attraction included); Hooke: μ |F_N| or, with `coulomb: Elastic`, μ |kn u_N|.
+    pub fn coulomb_limit(&self, p: &FrictPhys, f_n: f64, u_n: impl FnOnce() -> f64) -> f64 {
+        let elastic = |damped: bool| match damped {
+            true => (p.kn * u_n()).abs(),
+            false => f_n.abs(), // no dashpot: the normal force is the elastic one
+        };
+        p.tan_phi
+            * match self {
+                FrictLawKind::CundallStrack => elastic(p.cn != 0.0),
+                FrictLawKind::HertzMindlin(_) => f_n.min(0.0).abs(),
+                FrictLawKind::Hooke(h) if h.coulomb_total => f_n.abs(),
+                FrictLawKind::Hooke(h) => elastic(h.gamma_n != 0.0 && p.cn != 0.0),
+            }
+    }
+
     /// [`FrictLaw::elastic_energy`] of this law.
     pub fn elastic_energy(&self, p: &FrictPhys, u_n: f64, hist: V3, r_eff: f64) -> f64 {
         match self {
