@@ -2280,25 +2280,63 @@ impl Simulation {
             },
         );
         (sums[0], sums[1], sums[3]) = (ke_t, ke_r, f_free);
-        // per chunk of pairs: Σ|F_c|, contacts, largest overlap
-        let pairs = &self.pairs;
-        let (f_c, mut n_contacts, mut max_ov) = par_fold(
+        // per chunk of pairs: Σ|F_c|, contacts, largest overlap, and the contact network's
+        // part ([`Network`]: one pass, the pairs' geometry formed once)
+        let (pairs, n) = (&self.pairs, ps.n_owned);
+        let inside = |x: &V3| self.analysis_region.as_ref().is_none_or(|r| r.contains(x));
+        const IJ: [(usize, usize); 6] = [(0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1)];
+        struct Acc {
+            f: ExactSum,
+            n: i64,
+            ov: f64,
+            fabric: Vec<ExactSum>,
+            /// [contacts in the region, those sliding, contact ends on owned particles in it]
+            net: [i64; 3],
+        }
+        let acc = par_fold(
             pairs.len(),
-            || (ExactSum::new(), 0i64, 0.0f64),
-            |k, (f, n, ov)| {
+            || Acc {
+                f: ExactSum::new(),
+                n: 0,
+                ov: 0.0,
+                fabric: vec![ExactSum::new(); 6],
+                net: [0; 3],
+            },
+            |k, a| {
+                if !pairs.active[k] {
+                    return;
+                }
+                let (i, j) = (pairs.i[k] as usize, pairs.j[k] as usize);
+                for p in [i, j] {
+                    a.net[2] += (p < n && inside(&ps.pos[p])) as i64;
+                }
                 // each contact counted once: on the rank owning its particle 1
-                if pairs.active[k] && (pairs.i[k] as usize) < ps.n_owned {
-                    *n += 1;
-                    f.add(self.slots.pair_force(k).norm());
-                    *ov = ov.max(self.pair_overlap(k).0);
+                if i < n {
+                    let v = self.sphere_contact(k);
+                    a.n += 1;
+                    a.f.add(v.force.norm());
+                    a.ov = a.ov.max(v.overlap / ps.radius[i].min(ps.radius[j]));
+                    if inside(&v.point) {
+                        a.net[0] += 1;
+                        a.net[1] += v.sliding as i64;
+                        for (s, &(x, y)) in a.fabric.iter_mut().zip(&IJ) {
+                            s.add(v.normal[x] * v.normal[y]);
+                        }
+                    }
                 }
             },
-            |(f, n, ov), (g, m, o)| {
-                f.merge(&g);
-                *n += m;
-                *ov = ov.max(o);
+            |a, b| {
+                a.f.merge(&b.f);
+                a.n += b.n;
+                a.ov = a.ov.max(b.ov);
+                a.fabric
+                    .iter_mut()
+                    .zip(&b.fabric)
+                    .for_each(|(x, y)| x.merge(y));
+                a.net.iter_mut().zip(b.net).for_each(|(x, y)| *x += y);
             },
         );
+        let (f_c, mut n_contacts, mut max_ov) = (acc.f, acc.n, acc.ov);
         sums[2] = f_c;
         for k in 0..self.wall_pairs.len() {
             if self.wall_pairs.active[k] {
@@ -2326,10 +2364,10 @@ impl Simulation {
                 max_ov = max_ov.max(ov / ps.radius[i]);
             }
         }
-        let (fabric, net) = self.network_sums();
-        sums.extend(fabric);
-        let counts = [n_contacts, n_free, ps.n_owned as i64];
-        let mut counts = [counts.as_slice(), net.as_slice()].concat();
+        sums.extend(acc.fabric);
+        let n_p = ps.pos[..n].iter().filter(|x| inside(x)).count() as i64;
+        let [net0, net1, net2] = acc.net;
+        let mut counts = [n_contacts, n_free, n as i64, net0, net1, net2, n_p];
         self.comm.sum_i64s(&mut counts);
         self.comm.sum_exact(&mut sums);
         let max_ov = self.comm.max_f64(max_ov);
@@ -2400,46 +2438,6 @@ impl Simulation {
                 }
             },
         }
-    }
-
-    /// This rank's part of the contact network's sums ([`Network`]): Σ n ⊗ n (xx, yy, zz, yz,
-    /// xz, xy) over the sphere–sphere contacts whose point lies in the analysis region (each
-    /// once: on the owner of particle 1), and [those contacts, those sliding, contact ends on
-    /// owned particles in the region, owned particles in the region]. On rayon; exact sums.
-    fn network_sums(&self) -> (Vec<ExactSum>, [i64; 4]) {
-        let (ps, pairs) = (&self.ps, &self.pairs);
-        let n = ps.n_owned;
-        let inside = |x: &V3| self.analysis_region.as_ref().is_none_or(|r| r.contains(x));
-        const IJ: [(usize, usize); 6] = [(0, 0), (1, 1), (2, 2), (1, 2), (0, 2), (0, 1)];
-        let (fabric, counts) = par_fold(
-            pairs.len(),
-            || (vec![ExactSum::new(); 6], [0i64; 3]),
-            |k, (f, c)| {
-                if !pairs.active[k] {
-                    return;
-                }
-                let (i, j) = (pairs.i[k] as usize, pairs.j[k] as usize);
-                for p in [i, j] {
-                    c[2] += (p < n && inside(&ps.pos[p])) as i64;
-                }
-                if i < n {
-                    let v = self.sphere_contact(k);
-                    if inside(&v.point) {
-                        c[0] += 1;
-                        c[1] += v.sliding as i64;
-                        for (s, &(a, b)) in f.iter_mut().zip(&IJ) {
-                            s.add(v.normal[a] * v.normal[b]);
-                        }
-                    }
-                }
-            },
-            |(f, c), (g, d)| {
-                f.iter_mut().zip(&g).for_each(|(a, b)| a.merge(b));
-                c.iter_mut().zip(d).for_each(|(a, b)| *a += b);
-            },
-        );
-        let n_p = ps.pos[..n].iter().filter(|x| inside(x)).count() as i64;
-        (fabric, [counts[0], counts[1], counts[2], n_p])
     }
 
     /// Sphere pair `k` (in contact, particle 1 owned) as the outputs see it.
