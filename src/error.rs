@@ -33,8 +33,8 @@ pub enum Error {
     Agreed { code: i32, msg: String },
     /// A stop signal (SIGTERM, SIGUSR1, SIGUSR2) arrived during the set-up, before the first
     /// step: there is no state worth a checkpoint yet, so the job ends (exit 1).
-    #[error("stopped by {} during the set-up ({what}); no step was run", crate::signals::name(*sig))]
-    Stopped { sig: i32, what: String },
+    #[error("stopped by {signal} during the set-up ({what}); no step was run")]
+    Stopped { signal: &'static str, what: String },
 }
 
 impl Error {

@@ -24,6 +24,7 @@ pub mod sched;
 pub mod signals;
 pub mod sim;
 pub mod timestep;
+pub mod usage;
 
 pub use error::Error;
 pub use sim::Simulation;

@@ -2,8 +2,10 @@
 //! (Yade's Ip2 functors, digest A3; thesis §2.2.1 eq. 2.13–2.20). A closed set: one `match`.
 
 pub use crate::contact::law::cpm::CpmMat;
+pub use crate::contact::law::linear::damping_ratio;
 pub use crate::contact::law::rolling::Rolling;
 pub use crate::contact::law::FrictLawKind;
+pub use crate::contact::law::FrictPhys;
 use crate::contact::law::{hertz, hooke};
 use serde::{Deserialize, Serialize};
 
@@ -151,19 +153,6 @@ impl Material {
     }
 }
 
-/// Contact parameters of one pair (Yade `FrictPhys`), fixed when the contact is created.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FrictPhys {
-    /// Normal stiffness K_N [N/m].
-    pub kn: f64,
-    /// Shear stiffness K_T [N/m].
-    pub ks: f64,
-    /// tan φ of the contact.
-    pub tan_phi: f64,
-    /// Viscous normal damping coefficient c_n [N s/m] (0 = none).
-    pub cn: f64,
-}
-
 /// Series of two springs `a·b/(a+b)`, 0 when both are 0.
 fn series(a: f64, b: f64) -> f64 {
     if a + b == 0.0 {
@@ -171,13 +160,6 @@ fn series(a: f64, b: f64) -> f64 {
     } else {
         a * b / (a + b)
     }
-}
-
-/// Damping ratio ζ of a linear spring–dashpot giving restitution `e` (digest A6):
-/// ζ = −ln e / sqrt(π² + ln² e).
-pub fn damping_ratio(e: f64) -> f64 {
-    let l = e.ln();
-    -l / (std::f64::consts::PI * std::f64::consts::PI + l * l).sqrt()
 }
 
 /// Mix two materials into pair parameters.

@@ -12,6 +12,9 @@ use crate::{Quat, V3};
 /// translation along axis k, bit 3+k rotation about axis k.
 pub const BLOCK_ALL: u8 = 0b11_1111;
 
+/// No owned origin: the ghost copies another rank's particle (`domain::halo::Halo::self_origins`).
+pub const NO_ORIGIN: u32 = u32::MAX;
+
 #[derive(Clone, Debug, Default)]
 pub struct Particles {
     pub gid: Vec<u64>,

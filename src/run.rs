@@ -543,9 +543,9 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             start = Instant::now();
         }
         setup_total_s = sim.comm.max_f64(started.elapsed().as_secs_f64());
-        let rss = peak_rss_mb();
+        let rss = crate::usage::peak_rss_mb();
         setup_rss_mb = [sim.comm.min_f64(rss), sim.comm.max_f64(rss)];
-        setup_cpu_s = sim.comm.max_f64(cpu_seconds());
+        setup_cpu_s = sim.comm.max_f64(crate::usage::cpu_seconds());
         if root {
             info!(
                 "set-up: {setup_total_s:.3} s ({setup_cpu_s:.3} s CPU on the busiest rank), \
@@ -921,32 +921,6 @@ fn flush(series: &mut Option<Series>, strain: &mut Option<StrainSeries>) -> Resu
 
 /// Build the simulation from a checkpoint (collective).
 /// Spheres as `x y z r` lines.
-/// This process' resource usage so far (`getrusage(RUSAGE_SELF)`), `None` if it fails.
-fn usage() -> Option<libc::rusage> {
-    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given; on failure we do not read it.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr()) } != 0 {
-        return None;
-    }
-    // SAFETY: initialised by the successful call above (and zeroed before).
-    Some(unsafe { u.assume_init() })
-}
-
-/// Peak resident set size of this process so far [MB = 10⁶ bytes]: the kernel's high-water
-/// mark (`ru_maxrss`, kB on Linux), so memory freed again still counts. It includes what the
-/// MPI library maps: under `mpirun` with its default binding Open MPI 4.1 loads hwloc's
-/// plugins (X11, OpenCL, libxml2: +3 MB) for 3 ranks or more but not for 2, so compare rank
-/// counts with `--bind-to none` (tests/scaling_memory.rs).
-pub fn peak_rss_mb() -> f64 {
-    usage().map_or(0.0, |u| u.ru_maxrss as f64 * 1024.0 / 1e6)
-}
-
-/// CPU time (user + system) of this process so far [s].
-pub fn cpu_seconds() -> f64 {
-    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 * 1e-6;
-    usage().map_or(0.0, |u| t(u.ru_utime) + t(u.ru_stime))
-}
-
 /// Write `specimen.txt`, `x y z r` per sphere in gid order, and the tag as a 5th column where
 /// it is not 0 (readable by `TextFile`), from the
 /// ranks' own spheres before the first step (collective): each rank sends its spheres to the

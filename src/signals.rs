@@ -82,7 +82,7 @@ impl SetupWatch {
     pub fn tick(&mut self, done: u64) -> crate::error::Result<()> {
         if let Some(sig) = requested() {
             return Err(crate::Error::Stopped {
-                sig,
+                signal: name(sig),
                 what: self.what.clone(),
             });
         }
@@ -100,7 +100,7 @@ impl SetupWatch {
     pub fn tick_many(&mut self, done: u64, n: u64) -> crate::error::Result<()> {
         if let Some(sig) = requested() {
             return Err(crate::Error::Stopped {
-                sig,
+                signal: name(sig),
                 what: self.what.clone(),
             });
         }

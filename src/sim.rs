@@ -299,7 +299,7 @@ struct EngineState {
 fn setup_stop(in_setup: bool) -> Result<()> {
     match crate::signals::requested().filter(|_| in_setup) {
         Some(sig) => Err(Error::Stopped {
-            sig,
+            signal: crate::signals::name(sig),
             what: "the first neighbour build".into(),
         }),
         None => Ok(()),
@@ -1912,7 +1912,7 @@ impl Simulation {
                 }
                 if done && root {
                     let wall = self.stage_clock.elapsed().as_secs_f64();
-                    let cpu = crate::run::cpu_seconds() - self.stage_cpu;
+                    let cpu = crate::usage::cpu_seconds() - self.stage_cpu;
                     log::info!(
                         "cell: stage \"{name}\" done at step {} after {wall:.3} s ({cpu:.3} s CPU) \
                          (stress {:.4e} {:.4e} {:.4e} Pa, log strain {:.4e} {:.4e} {:.4e})",
@@ -1958,7 +1958,7 @@ impl Simulation {
                 c.started = true;
                 c.friction = st.friction_angle.or(c.friction);
                 self.stage_clock = Instant::now();
-                self.stage_cpu = crate::run::cpu_seconds();
+                self.stage_cpu = crate::usage::cpu_seconds();
             }
         }
         let stage = self.cell.as_ref().and_then(|c| c.current());
@@ -2591,7 +2591,13 @@ impl Simulation {
 
     /// The EPSD rolling spring's energy of a contact with pair constants `p`, normal
     /// displacement `u_n`, effective radius `r_eff` and moment `m` (0 without the model).
-    fn rolling_elastic(&self, p: &crate::material::FrictPhys, u_n: f64, r_eff: f64, m: V3) -> f64 {
+    fn rolling_elastic(
+        &self,
+        p: &crate::contact::law::FrictPhys,
+        u_n: f64,
+        r_eff: f64,
+        m: V3,
+    ) -> f64 {
         let (law, roll) = (self.mix.law(), self.mix.rolling());
         if !roll.has_history() {
             return 0.0;

@@ -507,7 +507,7 @@ pub fn drop_image_twins(cands: &mut [Vec<Candidate>], n_owned: usize, origin: &[
             let i = c.i as usize;
             i < n_owned || {
                 let o = origin[i - n_owned];
-                o == crate::domain::halo::NO_ORIGIN || o == c.j
+                o == crate::particles::NO_ORIGIN || o == c.j
             }
         })
     });

@@ -21,6 +21,7 @@
 //! thread count.
 
 use super::law::rolling::{RollModel, Rolling};
+use super::law::FrictPhys;
 use super::law::{self, FrictLaw};
 #[cfg(doc)]
 use super::store::PairList;
@@ -28,7 +29,7 @@ use super::store::{FrictState, PairWork};
 use super::{branch_at, geom, reduced_mass, PairsView};
 use crate::forces::SlotWriter;
 use crate::kernel::Kernel;
-use crate::material::{FrictPhys, MixTable};
+use crate::material::MixTable;
 use crate::particles::Particles;
 use crate::V3;
 

@@ -4,34 +4,11 @@
 //! candidate list into the old store by key, so contact histories survive rebuilds, re-sorting
 //! and migration; the order is the broad phase's (never hash order).
 
+use super::law::FrictPhys;
+pub use super::law::FrictState;
 use crate::cell::Cell;
-use crate::material::FrictPhys;
 use crate::V3;
 use rayon::prelude::*;
-
-/// The history every sphere contact carries (Yade `IPhys` + the state of `ScGeom`), stored
-/// per pair in [`PairList::state`]; the CPM law keeps more in [`PairList::cpm`]. Kept apart
-/// so that the frictional contact loop streams 80 bytes per contact instead of 128 (chute:
-/// ~15 000 histories per step).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FrictState {
-    /// Normal of the previous step (for the shear rotation).
-    pub n_old: V3,
-    /// Shear force F_T acting on particle 1. For a CPM contact the elastic shear strain ε_T
-    /// instead (and `phys` is unused).
-    pub fs: V3,
-    pub phys: FrictPhys,
-}
-
-impl FrictState {
-    pub fn new(phys: FrictPhys, n: V3) -> Self {
-        FrictState {
-            n_old: n,
-            fs: V3::zeros(),
-            phys,
-        }
-    }
-}
 
 /// The whole history of one pair, as it travels: migration messages, checkpoints, restarts
 /// (the two parts a [`PairList`] stores apart).
@@ -386,7 +363,7 @@ impl PairList {
         self.i.par_iter().zip(&mut self.j).for_each(|(i, j)| {
             if (*j as usize) >= n_owned {
                 let o = origin[*j as usize - n_owned];
-                if o != crate::domain::halo::NO_ORIGIN && o != *i {
+                if o != crate::particles::NO_ORIGIN && o != *i {
                     *j = o;
                 }
             }

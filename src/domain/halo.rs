@@ -23,9 +23,6 @@ use crate::error::{Error, Result};
 use crate::particles::{Particle, Particles};
 use crate::{Quat, V3};
 
-/// No owned origin: the ghost copies another rank's particle ([`Halo::self_origins`]).
-pub const NO_ORIGIN: u32 = u32::MAX;
-
 /// `f64`s per particle record.
 const P_F64: usize = 26;
 /// `f64`s per kinematics record: position, velocity, angular velocity. A ghost's orientation
@@ -413,11 +410,11 @@ impl Halo {
 
     /// For each ghost (index `n_owned + g`), the local index of the owned particle it is a
     /// periodic image of, if it is one (a subdomain that is its own neighbour along a periodic
-    /// axis; corner images too), else [`NO_ORIGIN`] (a copy of another rank's particle).
+    /// axis; corner images too), else [`crate::particles::NO_ORIGIN`] (a copy of another rank's particle).
     pub fn self_origins(&self, dec: &Decomp, ps: &Particles, origin: &mut Vec<u32>) {
         let n_owned = ps.n_owned;
         origin.clear();
-        origin.resize(ps.len() - n_owned, NO_ORIGIN);
+        origin.resize(ps.len() - n_owned, crate::particles::NO_ORIGIN);
         for a in (0..3).filter(|&a| dec.dims[a] == 1 && dec.periodic[a]) {
             for (t, k) in self.own_images(a) {
                 origin[t - n_owned] = match k < n_owned {

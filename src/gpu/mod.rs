@@ -18,11 +18,12 @@ pub mod support;
 #[cfg(feature = "gpu")]
 pub mod cuda;
 
+use crate::contact::law::FrictPhys;
 use crate::contact::store::{ContactState, FrictState};
 use crate::contact::Wall;
 use crate::domain::exact::ExactSum;
 use crate::error::{Error, Result};
-use crate::material::{FrictPhys, Material};
+use crate::material::Material;
 use crate::particles::{Particle, Particles};
 use crate::sim::{Restored, Simulation, Stats};
 use crate::{Quat, V3};

@@ -28,7 +28,7 @@
 //! when asked: the step itself records nothing more (the pair forces of recorded steps).
 
 use super::h5par::ParFile;
-use super::snapshot::dataset;
+use super::h5par::{block_of, dataset};
 use crate::domain::comm::{exclusive_sums, Comm};
 use crate::sim::{ContactView, Simulation};
 use crate::V3;
@@ -133,7 +133,7 @@ impl ContactRows {
         let p = comm.size();
         match dense {
             Some(n_particles) => {
-                let dest = |g: u64| super::snapshot::block_of(g, p, n_particles.max(1));
+                let dest = |g: u64| block_of(g, p, n_particles.max(1));
                 let counts = self.local(sim, dest);
                 let mut recv = std::mem::take(&mut self.recv);
                 comm.all_to_all_f64s(&self.send, &counts, &mut recv);

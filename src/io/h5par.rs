@@ -4,7 +4,8 @@
 //! large contiguous writes), which the high-level `hdf5` crate does not expose — hence the
 //! raw calls, kept here and nowhere else.
 
-use hdf5::{Dataset, H5Type};
+use hdf5::types::VarLenUnicode;
+use hdf5::{Dataset, File, H5Type};
 use hdf5_sys::h5d::{H5Dread, H5Dwrite};
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::{H5FD_mpio_xfer_t, H5Pclose, H5Pcreate, H5Pset_dxpl_mpio};
@@ -574,4 +575,48 @@ pub fn read_str_attr(loc: &hdf5::Location, name: &str) -> hdf5::Result<String> {
             .read_scalar::<hdf5::types::VarLenUnicode>()?
             .to_string()),
     }
+}
+
+/// First row of rank `r`'s block (of `p` ranks, `total` rows).
+pub(super) fn block_start(r: usize, p: usize, total: u64) -> u64 {
+    (r as u128 * total as u128 / p as u128) as u64
+}
+
+/// The rank whose block holds row `g` (`g < total`): the largest r with r·total/p ≤ g.
+pub(super) fn block_of(g: u64, p: usize, total: u64) -> usize {
+    (((g as u128 + 1) * p as u128 - 1) / total as u128) as usize
+}
+
+/// Create dataset `name` (`total` rows of `cols`; 1 = 1-D), write this rank's rows at `offset`
+/// and its `unit` attribute, then close it.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn dataset<T: H5Type>(
+    f: &File,
+    name: &str,
+    total: usize,
+    offset: usize,
+    cols: usize,
+    data: &[T],
+    unit: Option<&str>,
+    collective: bool,
+) -> hdf5::Result<()> {
+    let b = f.new_dataset::<T>();
+    let ds = if cols == 1 {
+        b.shape([total]).create(name)?
+    } else {
+        b.shape([total, cols]).create(name)?
+    };
+    write_rows(&ds, offset, cols, data, collective)?;
+    if let Some(u) = unit {
+        write_unit(&ds, u)?;
+    }
+    Ok(())
+}
+
+fn write_unit(ds: &hdf5::Dataset, unit: &str) -> hdf5::Result<()> {
+    let u: VarLenUnicode = unit.parse().map_err(|_| hdf5::Error::from("unit"))?;
+    ds.new_attr::<VarLenUnicode>()
+        .create("unit")?
+        .write_scalar(&u)?;
+    Ok(())
 }

@@ -27,14 +27,13 @@
 //! Without MPI (a plain single process) the same file is written through HDF5's default driver.
 
 use super::contacts::ContactRows;
-use super::h5par::{write_rows, ParFile};
+use super::h5par::{block_of, block_start, dataset, ParFile};
 use crate::domain::comm::Comm;
 use crate::error::{Error, Result};
 use crate::forces::contact_counts;
 use crate::sim::Simulation;
 use crate::V3;
 use hdf5::types::VarLenUnicode;
-use hdf5::{File, H5Type};
 use std::path::{Path, PathBuf};
 
 /// `f64`s per particle in the redistribution message: gid (bits), pos, vel, angvel, radius,
@@ -118,16 +117,6 @@ struct Buffers {
     recv: Vec<f64>,
     seen: Vec<bool>,
     block: Block,
-}
-
-/// First row of rank `r`'s block (of `p` ranks, `total` rows).
-fn block_start(r: usize, p: usize, total: u64) -> u64 {
-    (r as u128 * total as u128 / p as u128) as u64
-}
-
-/// The rank whose block holds row `g` (`g < total`): the largest r with r·total/p ≤ g.
-pub(super) fn block_of(g: u64, p: usize, total: u64) -> usize {
-    (((g as u128 + 1) * p as u128 - 1) / total as u128) as usize
 }
 
 /// Owned particle `i` as one record (`counts`: its real contacts, all and with particles).
@@ -303,40 +292,6 @@ fn write_h5(
             Err(e)
         }
     }
-}
-
-/// Create dataset `name` (`total` rows of `cols`; 1 = 1-D), write this rank's rows at `offset`
-/// and its `unit` attribute, then close it.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn dataset<T: H5Type>(
-    f: &File,
-    name: &str,
-    total: usize,
-    offset: usize,
-    cols: usize,
-    data: &[T],
-    unit: Option<&str>,
-    collective: bool,
-) -> hdf5::Result<()> {
-    let b = f.new_dataset::<T>();
-    let ds = if cols == 1 {
-        b.shape([total]).create(name)?
-    } else {
-        b.shape([total, cols]).create(name)?
-    };
-    write_rows(&ds, offset, cols, data, collective)?;
-    if let Some(u) = unit {
-        write_unit(&ds, u)?;
-    }
-    Ok(())
-}
-
-fn write_unit(ds: &hdf5::Dataset, unit: &str) -> hdf5::Result<()> {
-    let u: VarLenUnicode = unit.parse().map_err(|_| hdf5::Error::from("unit"))?;
-    ds.new_attr::<VarLenUnicode>()
-        .create("unit")?
-        .write_scalar(&u)?;
-    Ok(())
 }
 
 /// The meshes' triangles at the snapshot's time (XDMF `Triangle` topology): vertices (3 per
@@ -753,7 +708,7 @@ mod tests {
                 ..MeshRows::default()
             };
             write_h5(&Comm::Serial, &path, 1, 0.5, &b, &mesh, None).unwrap();
-            let f = File::open(&path).unwrap();
+            let f = hdf5::File::open(&path).unwrap();
             assert_eq!(f.link_exists(VERTEX), !gid_rows);
             if !gid_rows {
                 let v = f.dataset(VERTEX).unwrap().read_raw::<u64>().unwrap();

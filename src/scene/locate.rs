@@ -3,6 +3,7 @@
 //! errors carry file:line:col and the field path). A tolerant recursive-descent scan of the RON
 //! grammar: syntax errors are ron's to report, this only records positions.
 
+use crate::error::Error;
 use std::collections::BTreeMap;
 
 /// Deepest nesting of brackets the scanner (and ron's parser, given the same limit) follows:
@@ -401,6 +402,27 @@ impl Scanner {
             if self.peek() == Some(',') {
                 self.bump();
             }
+        }
+    }
+}
+
+/// Where a source stands in the scene file, for errors found after parsing.
+#[derive(Clone, Debug)]
+pub struct SourceLoc {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    /// `spheres[k]`.
+    pub path: String,
+}
+
+impl SourceLoc {
+    pub fn err(&self, msg: impl std::fmt::Display) -> Error {
+        Error::Scene {
+            file: self.file.clone(),
+            line: self.line,
+            col: self.col,
+            msg: format!("{}: {msg}", self.path),
         }
     }
 }

@@ -23,8 +23,8 @@
 //! d₀ (thesis eq. 2.21, §6.1.4).
 
 use super::gen::{self, splitmix, unit};
+use super::locate::SourceLoc;
 use super::schema::DensePackSpec;
-use super::source::{Source, SourceLoc};
 use super::Scene;
 use crate::contact::store::PairList;
 use crate::domain::comm::Comm;
@@ -347,7 +347,7 @@ fn compact(
         comm.max_f64s(&mut v);
         if v[2] > 0.0 {
             return Err(Error::Stopped {
-                sig: signals::requested().unwrap_or(libc::SIGTERM),
+                signal: signals::name(signals::requested().unwrap_or(libc::SIGTERM)),
                 what: what.to_string(),
             });
         }
@@ -425,7 +425,7 @@ pub fn packs_for(scene: &Scene, dec: &Decomp, comm: &Comm) -> Result<Vec<Option<
     let margin = 2.0 * scene.summary.rmax * 1.001;
     let mut out = Vec::with_capacity(scene.sources.len());
     for (src, _, loc) in scene.sources.iter() {
-        let Source::DensePack(spec, _) = src else {
+        let Some(spec) = src.dense_pack_spec() else {
             out.push(None);
             continue;
         };

@@ -9,8 +9,9 @@
 //! together (`scene::pack`).
 
 use super::gen::{self, Ticker};
+pub use super::locate::SourceLoc;
 use super::schema::{DensePackSpec, LammpsDataSpec, LatticeSpec, RandomFillSpec};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::material::Material;
 use crate::particles::Particle;
 use crate::V3;
@@ -32,23 +33,12 @@ pub enum Source {
     Lammps(PathBuf, LammpsDataSpec, Vec<u16>),
 }
 
-/// Where a source stands in the scene file, for errors found after parsing.
-#[derive(Clone, Debug)]
-pub struct SourceLoc {
-    pub file: String,
-    pub line: usize,
-    pub col: usize,
-    /// `spheres[k]`.
-    pub path: String,
-}
-
-impl SourceLoc {
-    pub fn err(&self, msg: impl std::fmt::Display) -> Error {
-        Error::Scene {
-            file: self.file.clone(),
-            line: self.line,
-            col: self.col,
-            msg: format!("{}: {msg}", self.path),
+impl Source {
+    /// The dense packing this source makes, if it is one (`pack::packs_for`).
+    pub fn dense_pack_spec(&self) -> Option<&DensePackSpec> {
+        match self {
+            Source::DensePack(spec, _) => Some(spec),
+            _ => None,
         }
     }
 }

@@ -38,8 +38,8 @@
 //! kn δ^{3/2} = F_a; a sphere under a ceiling is held while m g < F_a.
 
 use super::super::geom::rotate_shear;
+use super::FrictPhys;
 use super::{select3, slip_work, ContactStep, FrictLaw};
-use crate::material::FrictPhys;
 use crate::V3;
 
 /// The Hertz–Mindlin law as a [`FrictLaw`] (`Hertz` materials; the shear history `fs` holds ξ).
@@ -289,11 +289,11 @@ mod tests {
 
     /// LIGGGHTS' α for restitution `e` (`normal_model_hertz.h`, Tsuji et al. 1992): γ_N =
     /// −2 √(5/6) β √(S_N m*) with β = ln e / √(ln² e + π²) = −ζ(e) of the linear dashpot
-    /// ([`crate::material::damping_ratio`]) and S_N = 1.5 kn √δ, i.e. α = √5 ζ. It gives back
+    /// ([`super::linear::damping_ratio`]) and S_N = 1.5 kn √δ, i.e. α = √5 ζ. It gives back
     /// e (to 2e-6) when the total normal force may turn attractive; with this law's cut at zero
     /// it rebounds higher (below): α is calibrated instead.
     fn liggghts_alpha(e: f64) -> f64 {
-        5.0_f64.sqrt() * crate::material::damping_ratio(e)
+        5.0_f64.sqrt() * crate::contact::law::linear::damping_ratio(e)
     }
 
     fn phys(kn: f64, ks: f64, tan_phi: f64, cn: f64) -> FrictPhys {

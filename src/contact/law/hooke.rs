@@ -14,8 +14,8 @@
 //! γ_N, γ_T [1/s] and the Coulomb choice are the law's ([`Hooke`]), like LAMMPS' single
 //! `pair_style` line.
 
+use super::FrictPhys;
 use super::{select3, slip_work, ContactStep, FrictLaw};
-use crate::material::FrictPhys;
 use crate::V3;
 
 /// The scene-wide constants of the law (LAMMPS `pair_style gran/hooke/history Kn Kt gamma_n

@@ -3,9 +3,16 @@
 //! restitution coefficient (digest A6, last bullet).
 
 use super::super::geom::rotate_shear;
+use super::FrictPhys;
 use super::{slip_work, ContactStep, FrictLaw};
-use crate::material::FrictPhys;
 use crate::V3;
+
+/// Damping ratio ζ of a linear spring–dashpot giving restitution `e` (digest A6):
+/// ζ = −ln e / sqrt(π² + ln² e).
+pub fn damping_ratio(e: f64) -> f64 {
+    let l = e.ln();
+    -l / (std::f64::consts::PI * std::f64::consts::PI + l * l).sqrt()
+}
 
 /// The Cundall–Strack law as a [`FrictLaw`] (`Frict` materials).
 pub struct CundallStrack;

@@ -1,7 +1,7 @@
 //! Constitutive laws: pure functions of (geometry, pair parameters, history) → force.
 //!
 //! The frictional laws share one history layout ([`super::store::FrictState`]: the normal of the
-//! previous step, a shear vector and four pair constants in [`crate::material::FrictPhys`]) and
+//! previous step, a shear vector and four pair constants in [`FrictPhys`]) and
 //! one scalar step function each ([`FrictLaw::step`]); the batched contact loop
 //! (`contact/batch.rs`) and the wall loop run that function lane by lane, monomorphised per
 //! law. Adding a frictional law is a new file here, an impl of [`FrictLaw`] and one arm of
@@ -13,9 +13,44 @@ pub mod hooke;
 pub mod linear;
 pub mod rolling;
 
-use super::store::FrictState;
-use crate::material::FrictPhys;
 use crate::V3;
+
+/// Contact parameters of one pair (Yade `FrictPhys`), fixed when the contact is created.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrictPhys {
+    /// Normal stiffness K_N [N/m].
+    pub kn: f64,
+    /// Shear stiffness K_T [N/m].
+    pub ks: f64,
+    /// tan φ of the contact.
+    pub tan_phi: f64,
+    /// Viscous normal damping coefficient c_n [N s/m] (0 = none).
+    pub cn: f64,
+}
+
+/// The history every sphere contact carries (Yade `IPhys` + the state of `ScGeom`), stored
+/// per pair in `PairList::state`; the CPM law keeps more in `PairList::cpm`. Kept apart
+/// so that the frictional contact loop streams 80 bytes per contact instead of 128 (chute:
+/// ~15 000 histories per step).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FrictState {
+    /// Normal of the previous step (for the shear rotation).
+    pub n_old: V3,
+    /// Shear force F_T acting on particle 1. For a CPM contact the elastic shear strain ε_T
+    /// instead (and `phys` is unused).
+    pub fs: V3,
+    pub phys: FrictPhys,
+}
+
+impl FrictState {
+    pub fn new(phys: FrictPhys, n: V3) -> Self {
+        FrictState {
+            n_old: n,
+            fs: V3::zeros(),
+            phys,
+        }
+    }
+}
 
 /// `a` where `c`, else `b`, component-wise: a select, not a branch, so that the batch kernel
 /// vectorises the laws that use it.
