@@ -15,7 +15,9 @@
 //! Wall contacts write one slot each, summed per sphere in wall order. No atomics, no locks.
 
 use crate::contact::store::PairList;
+use crate::particles::Particles;
 use crate::V3;
+use rayon::prelude::*;
 
 /// Marks the side of a pair whose particle is a ghost (its force is applied by its owner).
 pub const NO_SLOT: u32 = u32::MAX;
@@ -937,6 +939,140 @@ mod tests {
                 deferred * 10 < 2 * m,
                 "{tasks} tasks: {deferred} of {m} deferred"
             );
+        }
+    }
+}
+
+/// Scratch of [`canonical_order`].
+#[derive(Clone, Default)]
+pub(crate) struct Canon {
+    keys: Vec<(u64, u64)>,
+    by_key: Vec<u32>,
+    rank: Vec<u32>,
+    pairs: Vec<(u64, u32)>,
+    scratch: Vec<(u64, u32)>,
+    order: Vec<u32>,
+}
+
+/// Reproducible mode: put the pairs in an order that depends on the particles alone, whatever
+/// the decomposition, the storage order or the thread count: by the keys of their two
+/// particles, (lower key, higher key), a particle's key being (its cell in a grid of `h`
+/// cells anchored at `lo`, its gid) — close to the order of space, so the contact loop still
+/// walks the particles nearly in memory order. Adding the pairs' contributions in this order
+/// gives each particle the sum over its partners in the order of their keys
+/// (`ForceSlots::build_canonical`): the contributions of partners with lower keys come in
+/// pairs led by those partners, before the pairs the particle leads. A periodic image has
+/// its origin's key (ghosts keep the owner's coordinates, `halo.rs`).
+pub(crate) fn canonical_order(pairs: &mut PairList, ps: &Particles, lo: V3, h: f64, c: &mut Canon) {
+    let n = ps.len();
+    let cell = |x: f64, a: usize| ((x - lo[a]) / h).clamp(0.0, (1u64 << 20) as f64 - 1.0) as u64;
+    c.keys.clear();
+    c.keys.extend((0..n).map(|p| {
+        let x = ps.pos[p];
+        (
+            (cell(x.z, 2) << 40) | (cell(x.y, 1) << 20) | cell(x.x, 0),
+            ps.gid[p],
+        )
+    }));
+    c.by_key.clear();
+    c.by_key.extend(0..n as u32);
+    let keys = &c.keys;
+    c.by_key.par_sort_unstable_by_key(|&p| keys[p as usize]);
+    // dense ranks: equal keys (a particle and its periodic images) share one
+    c.rank.clear();
+    c.rank.resize(n, 0);
+    let mut r = 0u32;
+    for w in 0..n {
+        let p = c.by_key[w] as usize;
+        if w > 0 && keys[p] != keys[c.by_key[w - 1] as usize] {
+            r += 1;
+        }
+        c.rank[p] = r;
+    }
+    let rank = &c.rank;
+    // key = lower rank · 2^bits + higher rank: 2·bits significant bits, radix-sorted
+    let bits = 64 - (r as u64).leading_zeros();
+    c.pairs.clear();
+    c.pairs.extend((0..pairs.len()).map(|k| {
+        let (a, b) = (rank[pairs.i[k] as usize], rank[pairs.j[k] as usize]);
+        (((a.min(b) as u64) << bits) | a.max(b) as u64, k as u32)
+    }));
+    // The merge puts the pairs touching at the rebuild first (the leading group: the contact
+    // loop streams their histories); each group is sorted apart — the order (group, keys)
+    // depends on the particles alone too, touching being physics.
+    let n_lead = pairs.leading.iter().take_while(|&&l| l).count();
+    c.scratch.resize(c.pairs.len(), (0, 0));
+    let (lead, rest) = c.pairs.split_at_mut(n_lead);
+    let (sl, sr) = c.scratch.split_at_mut(n_lead);
+    rayon::join(
+        || radix_sort(lead, sl, 2 * bits),
+        || radix_sort(rest, sr, 2 * bits),
+    );
+    c.order.clear();
+    c.order.extend(c.pairs.iter().map(|&(_, k)| k));
+    pairs.permute(&c.order);
+    // the pairs' lower particle rank, for the tasks' cuts (`ForceSlots::build_canonical`)
+    pairs.low_rank.clear();
+    pairs
+        .low_rank
+        .extend(c.pairs.iter().map(|&(key, _)| (key >> bits) as u32));
+}
+
+/// Sort `v` by its keys' low `bits` bits (LSD radix, 11-bit digits, through `scratch` of the
+/// same length): the pair keys of [`canonical_order`] have ~35 significant bits, 4 passes
+/// (a comparison sort of the chute's pairs took ~9 ms per rebuild).
+fn radix_sort(v: &mut [(u64, u32)], scratch: &mut [(u64, u32)], bits: u32) {
+    const DIGIT: u32 = 11;
+    const MASK: u64 = (1 << DIGIT) - 1;
+    let passes = bits.div_ceil(DIGIT).max(1);
+    let (mut src, mut dst) = (v, scratch);
+    for pass in 0..passes {
+        let shift = pass * DIGIT;
+        let mut count = [0usize; 1 << DIGIT];
+        for &(k, _) in src.iter() {
+            count[((k >> shift) & MASK) as usize] += 1;
+        }
+        let mut at = 0;
+        for c in count.iter_mut() {
+            (*c, at) = (at, at + *c);
+        }
+        for &e in src.iter() {
+            let d = ((e.0 >> shift) & MASK) as usize;
+            dst[count[d]] = e;
+            count[d] += 1;
+        }
+        std::mem::swap(&mut src, &mut dst);
+    }
+    if passes % 2 == 1 {
+        // the sorted data is in `scratch`: copy it back
+        dst.copy_from_slice(src);
+    }
+}
+
+#[cfg(test)]
+mod canonical_tests {
+    use super::*;
+
+    /// The radix sort of the canonical order sorts like a comparison sort, for odd and even
+    /// numbers of passes and keys with equal parts.
+    #[test]
+    fn radix_sort_sorts() {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for bits in [1u32, 11, 22, 35, 40] {
+            let v: Vec<(u64, u32)> = (0..5000u32)
+                .map(|k| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x & ((1u64 << bits) - 1) & !0xf0, k)
+                })
+                .collect();
+            let mut a = v.clone();
+            let mut scratch = vec![(0, 0); a.len()];
+            radix_sort(&mut a, &mut scratch, bits);
+            let mut b = v;
+            b.sort_by_key(|e| e.0); // stable, as the LSD radix sort
+            assert_eq!(a, b, "{bits} bits");
         }
     }
 }

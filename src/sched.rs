@@ -19,7 +19,7 @@ use crate::forces::{Gather, TaskPlan, MAX_ACC_TASKS};
 use crate::integrate::{Advance, Moved};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Per-chunk claim flags, kept from step to step (no allocation once warm).
 #[derive(Debug, Default)]
@@ -163,6 +163,52 @@ pub unsafe fn contact_and_integrate(
 struct FailOnUnwind<'a>(&'a AtomicBool);
 
 impl Drop for FailOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Run the pool's pending jobs until `stop` (see [`Simulation::step`]), yielding the core
+/// while there are none, so an oversubscribed node loses little. After [`KEEP_AWAKE_IDLE`]
+/// without work it gives up and lets the worker sleep: a long sequential stretch (a rebuild's
+/// merge, a slow collective) does not burn a core, and should the step's own thread ever run
+/// this job while it waits for a stolen one, it returns to it.
+fn keep_awake(stop: &AtomicBool) {
+    let mut idle_since = None;
+    while !stop.load(Ordering::Acquire) {
+        match rayon::yield_now() {
+            Some(rayon::Yield::Executed) => idle_since = None,
+            _ => {
+                if idle_since.get_or_insert_with(Instant::now).elapsed() > KEEP_AWAKE_IDLE {
+                    return;
+                }
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Run `f` with `n` [`keep_awake`] jobs offered to the other workers: nested `rayon::join`s,
+/// whose jobs live on the stack (no allocation in the step loop). `f` runs on this thread;
+/// when it returns, a keep-alive job nobody took runs here and returns at once.
+pub(crate) fn with_keep_awake<R: Send>(
+    n: usize,
+    stop: &AtomicBool,
+    f: impl FnOnce() -> R + Send,
+) -> R {
+    match n {
+        0 => f(),
+        _ => rayon::join(|| with_keep_awake(n - 1, stop, f), || keep_awake(stop)).0,
+    }
+}
+
+/// See [`keep_awake`]: longer than the sequential gaps of a step between its parallel regions.
+const KEEP_AWAKE_IDLE: Duration = Duration::from_micros(500);
+
+/// Sets the flag when dropped.
+pub(crate) struct SetOnDrop<'a>(pub(crate) &'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
     fn drop(&mut self) {
         self.0.store(true, Ordering::Release);
     }

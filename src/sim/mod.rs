@@ -1,0 +1,685 @@
+//! The DEM loop of one rank (ARCHITECTURE.md "The one picture"; thesis §1.1 engine order):
+//! rebuild (if needed) → contacts → force gather + integrate (one pass) → move walls →
+//! refresh ghosts.
+//! No I/O here: the driver in `io::run` writes outputs between steps.
+
+mod balancing;
+mod build;
+mod diag;
+mod rebuild;
+mod state;
+
+use crate::forces::{canonical_order, Canon};
+use crate::sched::with_keep_awake;
+pub(crate) use build::setup_stop;
+pub(crate) use diag::unbalanced_force;
+pub use diag::{Budget, ContactView, LinkStats, Network, Stats};
+pub(crate) use state::EngineState;
+pub use state::{flow_counters, CpmSim, EnergyBook, Restored, Timers};
+
+use crate::collide::{self, CellGrid};
+use crate::contact::facet::FacetPairs;
+use crate::contact::store::{Candidate, ContactState, PairList};
+use crate::contact::{self, Wall};
+use crate::domain::balance;
+use crate::domain::comm::Comm;
+use crate::domain::decomp::{self, Decomp};
+use crate::domain::exact::ExactSum;
+use crate::domain::halo::Halo;
+use crate::domain::Domain;
+use crate::engines::cell::CellEngine;
+use crate::engines::strainer::UniaxialStrainer;
+use crate::error::{Error, Result};
+use crate::forces::ForceSlots;
+use crate::integrate;
+use crate::material::{CpmMat, Material, MixTable};
+use crate::mesh::MeshSet;
+use crate::particles::{Particles, PermuteScratch, BLOCK_ALL};
+use crate::scene::schema::BalanceSpec;
+use crate::scene::Scene;
+use crate::{M3, V3};
+use rayon::prelude::*;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Clone)]
+pub struct Simulation {
+    pub name: String,
+    pub materials: Vec<Material>,
+    /// The materials' pair parameters, mixed once (`MixTable`).
+    pub mix: MixTable,
+    pub walls: Vec<Wall>,
+    /// Triangle meshes (every rank holds them all) at the current time.
+    pub meshes: MeshSet,
+    /// Facet groups of the wall pair list and their per-pair geometry (`contact::facet`).
+    facets: FacetPairs,
+    pub ps: Particles,
+    pub domain: Domain,
+    pub gravity: V3,
+    pub damping: f64,
+    /// Gravity goes through the Cundall damping (Yade `NewtonIntegrator.dampGravity`).
+    pub damp_gravity: bool,
+    pub dt: f64,
+    pub skin: f64,
+    pub step: u64,
+    pub time: f64,
+    pub pairs: PairList,
+    pub wall_pairs: PairList,
+    pub n_rebuilds: u64,
+    pub timers: Timers,
+    pub slots: ForceSlots,
+    /// The communicator (shared by clones of a simulation, which tests make on one rank).
+    pub comm: Arc<Comm>,
+    /// This rank's subdomain in the rank grid.
+    pub dec: Decomp,
+    /// Ghost and migration traffic.
+    pub halo_ex: Halo,
+    /// Bitwise-reproducible mode requested (see docs/ARCHITECTURE.md "Reproducibility": the
+    /// default path already is, so the flag only documents the run).
+    pub reproducible: bool,
+    /// Global particle count and exact total mass at the first rebuild: every later rebuild
+    /// checks that migration lost and duplicated nothing.
+    conserved: Option<(u64, f64)>,
+    /// Bounding box over which open axes are cut into subdomains (the initial particles'; kept
+    /// in checkpoints so a restart on the same rank count cuts identically).
+    pub decomp_bbox: (V3, V3),
+    /// Input: the next `step` stores each pair's force and each particle's total force
+    /// (`Particles::force`) for [`Self::stats`] and [`Self::love_weber_stress`] (default: on;
+    /// always with a strainer, which reads them every step). A driver that reads them only at
+    /// output steps switches it off for the others (default mode: it saves a 24-byte write per
+    /// contact and per particle per step, chute −3 %); reading pair forces after a step without
+    /// it panics.
+    pub record_forces: bool,
+    /// Input: this rank received a stop request (signal); `step` ORs it over all ranks.
+    pub stop_requested: bool,
+    /// Output of the last `step`: some rank asked to stop (the same on every rank).
+    pub stop_agreed: bool,
+    /// Input: this rank asks for a checkpoint after the next step (wall-clock interval).
+    pub checkpoint_requested: bool,
+    /// Output of the last `step`: some rank asked for a checkpoint.
+    pub checkpoint_agreed: bool,
+    /// CPM contacts (all materials CPM), else the frictional law.
+    pub cpm: Option<CpmSim>,
+    /// Uniaxial strain controller.
+    pub strainer: Option<UniaxialStrainer>,
+    /// The scene has a strainer (checked against checkpoints).
+    strainer_wanted: bool,
+    /// Particle sources and sinks (outlets) acting at the `pre_exchange` hook of a rebuild
+    /// (`engines`); `None` without any.
+    pub flow: Option<crate::engines::Flow>,
+    /// Stress-controlled box walls (`engines::servo_wall`; hooks `pre_force`, `post_force`).
+    pub servo: Option<crate::engines::servo_wall::ServoWalls>,
+    /// The deforming periodic cell (issue 23): its gradient moves `domain.cell` and the mean
+    /// field; `None` for a static box.
+    pub cell: Option<CellEngine>,
+    /// Energy tracking (scene `energy: true`): this rank's cumulative terms.
+    pub energy: Option<EnergyBook>,
+    /// The region the contact network's series columns are restricted to (`Network`).
+    pub analysis_region: Option<crate::engines::region::Region>,
+    /// Wall clock since the current cell stage started (or the run), for its log line.
+    stage_clock: Instant,
+    /// This process' CPU seconds when the current cell stage started.
+    stage_cpu: f64,
+    /// Extra candidate distance for CPM links: (R_I − 1)·2 r_max (0 otherwise).
+    reach_extra: f64,
+    grid: CellGrid,
+    /// Sphere–wall candidates of the last rebuild (the sphere candidates stay in `grid`).
+    wall_cands: Vec<Candidate>,
+    /// The owned origin of each ghost that is a periodic image of an owned particle
+    /// (`Halo::self_origins`), at the last rebuild.
+    origin: Vec<u32>,
+    /// Scratch of the fused contact–integrator step (`sched`).
+    claims: crate::sched::Claims,
+    /// Use the fused contact–integrator step where it applies (default; tests compare
+    /// without).
+    pub fuse: bool,
+    /// Steps taken with the fused step.
+    pub n_fused: u64,
+    reference: Vec<V3>,
+    wall_ref: Vec<V3>,
+    perm: Vec<u32>,
+    sort_scratch: collide::OrderScratch,
+    scratch: PermuteScratch,
+    need_rebuild: bool,
+    /// Inside the set-up's neighbour build (`prepare`, a restart's `restore`): a stop signal
+    /// ends it between its stages ([`Self::setup_poll`]).
+    in_setup: bool,
+    /// Why the next rebuild happens (`-v`: the debug log of each rebuild).
+    rebuild_why: String,
+    /// The next step's integrator returns the box of the displacements (see `advance`).
+    want_box: bool,
+    halo: f64,
+    /// Load balancing of the rank grid's cuts (`domain::balance`).
+    pub balance: BalanceSpec,
+    /// Cut moves so far (start-up and rebuilds).
+    pub n_balances: u64,
+    /// Max over average modelled cost per rank at the last rebuild (1 with one rank).
+    pub imbalance: f64,
+    /// Scratch of the balancing: modelled cost per owned particle, and a cost histogram.
+    cost: Vec<u64>,
+    hist: Vec<i64>,
+    /// Scratch: owned positions in the decomposition frame of a deformed cell.
+    frame_pos: Vec<V3>,
+    /// Scratch of the reproducible mode's pair order ([`canonical_order`]).
+    canon: Canon,
+}
+
+impl Simulation {
+    /// The halo: 2 r_max + skin (+ the CPM reach), how far ghosts and candidate pairs reach.
+    /// The halo in the decomposition frame along each axis (`Cell::frame_distance`: the
+    /// halo itself until the cell deforms).
+    pub fn frame_halo(&self) -> [f64; 3] {
+        std::array::from_fn(|a| self.domain.cell.frame_distance(a, self.halo))
+    }
+
+    pub fn halo(&self) -> f64 {
+        self.halo
+    }
+
+    /// Positions of the owned particles at the last neighbour rebuild (Verlet trigger).
+    pub fn reference(&self) -> &[V3] {
+        &self.reference
+    }
+
+    /// Geometry of the facet pairs at the last step, aligned with [`Self::wall_pairs`] (entries
+    /// of plane-wall pairs are unused; empty without meshes).
+    pub fn facet_hits(&self) -> &[contact::facet::Hit] {
+        &self.facets.hit
+    }
+
+    /// Wall positions at the last neighbour rebuild.
+    pub fn wall_reference(&self) -> &[V3] {
+        &self.wall_ref
+    }
+
+    /// Will the next step start with a neighbour rebuild?
+    pub fn need_rebuild(&self) -> bool {
+        self.need_rebuild
+    }
+
+    /// The strain controller asked to stop (collective agreement: its criterion uses global
+    /// sums only).
+    pub fn finished(&self) -> bool {
+        self.strainer.as_ref().is_some_and(|s| s.done)
+            || self.cell.as_ref().is_some_and(|c| c.finished())
+    }
+
+    /// Ask for a rebuild at the next step (e.g. after changing particles by hand).
+    pub fn invalidate(&mut self) {
+        self.need_rebuild = true;
+        self.rebuild_why = "asked for (Simulation::invalidate)".into();
+    }
+
+    /// Total number of particles over all ranks.
+    pub fn n_global(&self) -> u64 {
+        self.comm.sum_u64(self.ps.n_owned as u64)
+    }
+
+    /// The particles present now, over all ranks, without a reduction: the count every
+    /// rebuild checks (and the flow engines' `pre_exchange` re-takes after creating or
+    /// deleting particles), the same on every rank. Before the first rebuild (and after a
+    /// restore) it is summed (collective then, on every rank alike).
+    pub fn n_present(&self) -> u64 {
+        match self.conserved {
+            Some((n, _)) => n,
+            None => self.n_global(),
+        }
+    }
+
+    /// Refresh the ghosts' kinematics from their owners. A single subdomain has only images
+    /// of its own particles, and its pair list refers to their origins instead
+    /// (`PairList::fold_images`): nothing reads them between rebuilds (chute: −2 % of a step).
+    fn refresh_ghosts(&mut self) {
+        if self.dec.n_ranks() > 1 {
+            self.halo_ex.refresh(&self.comm, &self.dec, &mut self.ps);
+        }
+    }
+
+    /// Advance one time step. Ghosts of other ranks' particles are refreshed at the end of the
+    /// step, so that between steps (outputs, stats, checkpoints) they hold the current state.
+    pub fn step(&mut self) -> Result<()> {
+        // Keep the other workers awake through the sequential parts of the step: an idle rayon
+        // worker sleeps after a few µs and takes tens of µs to wake (bench/RESULTS.md
+        // "Threads"), longer than a parallel region of a small subdomain. The keep-alive jobs
+        // spin by running whatever work the step's parallel regions offer (none on 1 thread).
+        let stop = AtomicBool::new(false);
+        with_keep_awake(
+            rayon::current_num_threads().saturating_sub(1),
+            &stop,
+            || {
+                // Set on return and on unwinding alike (the joins wait for the keep-alive jobs).
+                let _stop = crate::sched::SetOnDrop(&stop);
+                self.advance()
+            },
+        )
+    }
+
+    /// One time step (see [`Self::step`]).
+    fn advance(&mut self) -> Result<()> {
+        let t0 = Instant::now();
+        // a flow engine due now acts at this step's rebuild (`pre_exchange`)
+        if self
+            .flow
+            .as_ref()
+            .is_some_and(|f| f.due(self.step, self.time))
+        {
+            if !self.need_rebuild {
+                self.rebuild_why = "a flow engine (inlet, outlet) acts at this step".into();
+            }
+            self.need_rebuild = true;
+        }
+        if self.need_rebuild {
+            let c0 = self.timers.comm;
+            self.rebuild()?;
+            let t_comm = self.timers.comm - c0;
+            self.timers.collide += t0.elapsed().saturating_sub(t_comm);
+        }
+        let t1 = Instant::now();
+        let cell_due = self.cell.as_ref().is_some_and(|c| c.wants_measure());
+        let record =
+            self.record_forces || self.strainer.is_some() || self.servo.is_some() || cell_due;
+        let out = self.slots.writer(record);
+        let sl = &self.slots;
+        if let Some(st) = &mut self.strainer {
+            st.pre_step(self.step, self.dt, &mut self.ps);
+        }
+        if let Some(sv) = &self.servo {
+            sv.pre_force(&mut self.walls, self.dt);
+        }
+        let tasks = self.slots.task_ranges().len();
+        if self.energy.is_some() {
+            // zeros for the pairs the loops skip (apart, and were)
+            for list in [&mut self.pairs, &mut self.wall_pairs] {
+                list.work.clear();
+                list.work.resize(list.len(), [0.0; 4]);
+            }
+        }
+        if self.fuse
+            && tasks >= 2
+            && self.cpm.is_none()
+            && self.cell.is_none()
+            && self.energy.is_none()
+            && self.wall_pairs.is_empty()
+            && !self.slots.canonical()
+        {
+            return self.fused_step(self.slots.task_plan(out), record, t1);
+        }
+        let (ps, mix, dt) = (&self.ps, &self.mix, self.dt);
+        let (pairs, wall_pairs, walls) = (&mut self.pairs, &mut self.wall_pairs, &self.walls);
+        let (meshes, facets) = (&self.meshes, &mut self.facets);
+        let (cpm, skin) = (&self.cpm, self.skin);
+        // Sphere and wall pairs write disjoint buffers: one parallel region for both, so that
+        // no sequential gap lets an idle worker fall asleep between them (waking one costs
+        // tens of µs, measured: bench/RESULTS.md "Threads").
+        rayon::join(
+            || match cpm {
+                None => contact::sphere_pairs(pairs, sl, out, ps, mix, dt),
+                Some(c) => {
+                    let cs = contact::CpmStep {
+                        link_factor: if c.links_created {
+                            0.0
+                        } else {
+                            c.interaction_radius
+                        },
+                        max_stretch: 0.5 * skin,
+                    };
+                    contact::cpm_pairs(pairs, sl, out, ps, &c.mats, &c.table, dt, cs)
+                }
+            },
+            || {
+                contact::wall_pairs(wall_pairs, &sl.wall_slot, out, ps, walls, mix, dt);
+                let nw = walls.len();
+                contact::facet::facet_pairs(
+                    wall_pairs,
+                    facets,
+                    &sl.wall_slot,
+                    out,
+                    ps,
+                    meshes,
+                    nw,
+                    mix,
+                    dt,
+                );
+            },
+        );
+        self.slots.fold_deferred();
+        self.tally_contacts();
+        self.servo_measure();
+        let affine = self.cell_servo(cell_due)?;
+        let t2 = Instant::now();
+        let gather = self.slots.gather();
+        let moved = integrate::leapfrog(
+            &mut self.ps,
+            &self.reference,
+            self.dt,
+            self.damping,
+            self.gravity,
+            self.damp_gravity,
+            record,
+            self.want_box,
+            affine,
+            self.energy.as_mut().map(|b| &mut b.integ),
+            |p0, f, t| gather.take_block(p0, f, t),
+        );
+        self.timers.contact += t2 - t1;
+        self.finish_step(moved, t2)
+    }
+
+    /// [`Self::advance`] from the contact loop on in one parallel region (`sched`): default
+    /// mode with the accumulator tasks of `plan` (two or more), frictional spheres, no wall
+    /// contacts. The same bits as the two regions.
+    fn fused_step(
+        &mut self,
+        plan: crate::forces::TaskPlan,
+        record: bool,
+        t1: Instant,
+    ) -> Result<()> {
+        let ps: *mut Particles = &mut self.ps;
+        // SAFETY: the integrator writes the kinematics of owned particles through raw
+        // pointers, chunk by chunk, only once every contact task reading that chunk has
+        // finished (`sched::contact_and_integrate`); the contact loop reads them through `ps`
+        // meanwhile, and nothing else touches the particles during the call.
+        let lf = integrate::Advance::new(
+            unsafe { &mut *ps },
+            &self.reference,
+            self.dt,
+            self.damping,
+            self.gravity,
+            record,
+            self.want_box,
+        )
+        .damp_gravity(self.damp_gravity);
+        let lp = contact::SphereLoop::new(&mut self.pairs, unsafe { &*ps }, &self.mix, self.dt);
+        let gather = self.slots.gather();
+        let (moved, t2) = unsafe {
+            crate::sched::contact_and_integrate(&plan, &lp, &lf, &gather, &mut self.claims, t1)
+        };
+        self.timers.contact += t2.saturating_duration_since(t1);
+        self.n_fused += 1;
+        self.finish_step(moved, t2)
+    }
+
+    /// The rest of a step after the integrator (started at `t2`): walls, ghosts, the Verlet
+    /// trigger, stop requests, engines.
+    fn finish_step(&mut self, moved: integrate::Moved, t2: Instant) -> Result<()> {
+        let mut wall_d2: f64 = 0.0;
+        for (w, r) in self.walls.iter_mut().zip(&self.wall_ref) {
+            w.point += w.vel * self.dt;
+            wall_d2 = wall_d2.max((w.point - r).norm_squared());
+        }
+        if !self.meshes.is_empty() {
+            // the pose is a function of time (no drift); its move since the last rebuild
+            // counts as a wall's in the Verlet trigger
+            self.meshes.set_time(self.time + self.dt);
+            wall_d2 = wall_d2.max(self.meshes.max_displacement().powi(2));
+        }
+        let t3 = Instant::now();
+        self.refresh_ghosts();
+        // Verlet trigger (thesis eq. 2.10–2.12, `collide::still_valid`) on the displacements
+        // of all ranks (maxima and minima are order-independent, so rebuild steps are the same
+        // for every rank count). NaN counts as a move.
+        // The same message carries the stop requests (signals reach ranks at different steps;
+        // all must stop at the same one).
+        let (lo, hi) = (moved.lo, moved.hi);
+        let mut m = [
+            if moved.d2max.is_nan() {
+                f64::INFINITY
+            } else {
+                moved.d2max
+            },
+            self.stop_requested as u8 as f64,
+            self.checkpoint_requested as u8 as f64,
+            hi.x,
+            hi.y,
+            hi.z,
+            -lo.x,
+            -lo.y,
+            -lo.z,
+        ];
+        self.comm.max_f64s(&mut m);
+        let moved = integrate::Moved {
+            d2max: m[0],
+            lo: -V3::new(m[6], m[7], m[8]),
+            hi: V3::new(m[3], m[4], m[5]),
+        };
+        self.stop_agreed = m[1] > 0.0;
+        self.checkpoint_agreed = m[2] > 0.0;
+        let walls = (!self.walls.is_empty() || !self.meshes.is_empty()).then_some(wall_d2);
+        self.need_rebuild = match &mut self.cell {
+            None => !collide::still_valid(&moved, walls, self.skin),
+            Some(c) => {
+                // H ← (I + L Δt) H: the images' shifts of the next step, L the mean field the
+                // contact loop adds (`PairList::grad`)
+                c.advance(&mut self.domain.cell, self.dt);
+                self.pairs.refresh_shifts(&self.domain.cell);
+                self.pairs.grad = c.contact_gradient();
+                self.wall_pairs.grad = c.contact_gradient();
+                self.wall_pairs.grad_origin = self.domain.cell.origin;
+                let kappa = c.stretch(&self.domain.cell);
+                let two_rmax = self.halo - self.skin - self.reach_extra;
+                !collide::still_valid_deforming(&moved, self.skin, kappa, two_rmax)
+            }
+        };
+        self.want_box = !self.need_rebuild && collide::box_wanted(moved.d2max, self.skin);
+        if self.need_rebuild && log::log_enabled!(log::Level::Debug) {
+            self.rebuild_why = format!(
+                "the Verlet trigger after step {}: largest displacement {:.4e} m, displacement \
+                 box diagonal {:.4e} m, walls and meshes {:.4e} m, against the skin {:.4e} m",
+                self.step,
+                moved.d2max.sqrt(),
+                (moved.hi - moved.lo).norm(),
+                wall_d2.sqrt(),
+                self.skin
+            );
+        }
+        if self.comm.is_root() && log::log_enabled!(log::Level::Trace) {
+            log::trace!(
+                "step {} done: t = {:.6e} s, rank 0: {} particles, {} ghosts, {} candidate \
+                 pairs, {} wall pairs; largest displacement since the rebuild {:.4e} m{}",
+                self.step + 1,
+                self.time + self.dt,
+                self.ps.n_owned,
+                self.ps.n_ghosts(),
+                self.pairs.len(),
+                self.wall_pairs.len(),
+                moved.d2max.sqrt(),
+                if self.need_rebuild {
+                    "; rebuild next"
+                } else {
+                    ""
+                }
+            );
+        }
+        self.step += 1;
+        self.time += self.dt;
+        if let Some(st) = &mut self.strainer {
+            st.post_step(&self.ps, &self.comm);
+        }
+        if self.cell.as_ref().is_some_and(|c| c.current().is_some()) {
+            // the stage's stop test, with Yade's unbalanced force on measurement steps
+            // Yade evaluates it only once the goals hold (and on measurement steps)
+            let ok = self.cell.as_ref().is_some_and(|c| c.all_ok);
+            let unb = (ok && self.slots.recorded()).then(|| self.unbalanced_now());
+            let root = self.comm.is_root();
+            if let Some(c) = &mut self.cell {
+                let name = c.current().map(|s| s.name.clone()).unwrap_or_default();
+                // a stage ending by its `steps` without its goals is said (issue 32): the
+                // goals as they stand before the stage ends
+                let limit = c.current().and_then(|s| s.steps);
+                let by_steps = limit.is_some_and(|n| c.iter >= n) && !c.all_ok;
+                let report = by_steps.then(|| c.goals_report());
+                let done = c.check_done(unb);
+                if done && by_steps {
+                    if root {
+                        log::warn!(
+                            "cell: stage `{name}` ended after its {} steps without reaching its \
+                             goals, at step {}: {}",
+                            limit.unwrap_or(0),
+                            self.step,
+                            report.unwrap_or_default()
+                        );
+                    }
+                    c.missed.push(name.clone());
+                }
+                if done && root {
+                    let wall = self.stage_clock.elapsed().as_secs_f64();
+                    let cpu = crate::usage::cpu_seconds() - self.stage_cpu;
+                    log::info!(
+                        "cell: stage \"{name}\" done at step {} after {wall:.3} s ({cpu:.3} s CPU) \
+                         (stress {:.4e} {:.4e} {:.4e} Pa, log strain {:.4e} {:.4e} {:.4e})",
+                        self.step,
+                        c.stress.x,
+                        c.stress.y,
+                        c.stress.z,
+                        c.strain().x,
+                        c.strain().y,
+                        c.strain().z
+                    );
+                }
+            }
+        }
+        if self.cpm.as_ref().is_some_and(|c| !c.links_created) {
+            let n = self.link_stats();
+            if let Some(c) = &mut self.cpm {
+                c.links_created = true;
+                c.n_links0 = n.intact + n.damaged;
+            }
+        }
+        let t4 = Instant::now();
+        self.timers.comm += t4 - t3;
+        self.timers.integrate += t3.saturating_duration_since(t2);
+        Ok(())
+    }
+
+    /// The deforming cell's servo before the integrator (collective on measurement steps):
+    /// the start of a stage (friction, strain reference), the stress and stiffness measured
+    /// when due, the step's velocity gradient, and the integrator's mean-field motion.
+    fn cell_servo(&mut self, measure: bool) -> Result<Option<integrate::Affine>> {
+        let Some(c) = &self.cell else {
+            return Ok(None);
+        };
+        if let Some(st) = c.current().filter(|_| !c.started).cloned() {
+            if let Some(phi) = st.friction_angle {
+                self.set_friction(phi);
+            }
+            if let Some(c) = &mut self.cell {
+                if st.reset_strain {
+                    c.trsf = M3::identity();
+                }
+                c.started = true;
+                c.friction = st.friction_angle.or(c.friction);
+                self.stage_clock = Instant::now();
+                self.stage_cpu = crate::usage::cpu_seconds();
+            }
+        }
+        let stage = self.cell.as_ref().and_then(|c| c.current());
+        let yade = stage.is_some_and(|s| s.servo == crate::engines::cell::Servo::Yade);
+        let shear = stage.is_some_and(|s| s.shear_mask.iter().any(|&m| m));
+        let m = measure.then(|| self.cell_measure(yade, shear));
+        let cell = &self.domain.cell;
+        let size = V3::from_fn(|a, _| cell.h.column(a).norm());
+        let (dt, volume) = (self.dt, cell.volume());
+        let max_span = self.halo - self.skin - self.reach_extra;
+        let Some(c) = &mut self.cell else {
+            return Ok(None);
+        };
+        c.servo(m, size, max_span, dt, volume);
+        Ok(Some(c.affine(&self.domain.cell, dt)))
+    }
+
+    /// The servo walls' `post_force` hook: F · n of this step's contacts on each plane wall and
+    /// their stiffness to a move within one step, Σ (dF_N/dδ + c_N/Δt) (the law's
+    /// `normal_response`: tangent spring and dashpot), exact sums over the ranks
+    /// (the same bits on any layout). Collective; nothing without servo walls.
+    fn servo_measure(&mut self) {
+        let Some(sv) = &self.servo else {
+            return;
+        };
+        // [F · n of the six box walls, their Σ k_N] (`ServoWalls::slot`): no allocation
+        let mut sums: [ExactSum; 12] = std::array::from_fn(|_| ExactSum::new());
+        let (ps, law, nw) = (&self.ps, self.mix.law(), self.walls.len());
+        for k in 0..self.wall_pairs.len() {
+            let w = self.wall_pairs.j[k] as usize;
+            // a box wall (not another wall, not a mesh facet), in contact
+            let slot = (w < nw).then(|| sv.slot(w)).flatten();
+            let Some(s) = slot.filter(|_| self.wall_pairs.active[k]) else {
+                continue;
+            };
+            let i = self.wall_pairs.i[k] as usize;
+            let wall = &self.walls[w];
+            sums[s].add(self.slots.wall_force(k).dot(&wall.normal));
+            let u_n = wall.gap(ps.pos[i], ps.radius[i]).min(0.0);
+            let phys = &self.wall_pairs.state[k].phys;
+            sums[6 + s].add(law.normal_response(phys, u_n, self.dt));
+        }
+        self.comm.sum_exact(&mut sums);
+        let f = std::array::from_fn(|s| sums[s].value());
+        let k = std::array::from_fn(|s| sums[6 + s].value());
+        if let Some(sv) = &mut self.servo {
+            sv.measure(&self.walls, f, k);
+        }
+    }
+
+    /// Energy tracking: this step's terms of the contacts (the contact loops' per-pair
+    /// entries, `PairList::work`: sphere pairs, walls, facets; zeros for pairs apart), each
+    /// contact once (on the rank owning its sphere, particle 1 of a sphere pair), into this
+    /// rank's cumulative exact sums. Contacts that ended now count: a CPM link's last step
+    /// dissipates what it stored.
+    fn tally_contacts(&mut self) {
+        let Some(book) = &mut self.energy else {
+            return;
+        };
+        let n = self.ps.n_owned;
+        for pairs in [&self.pairs, &self.wall_pairs] {
+            for k in 0..pairs.len() {
+                // (most pairs are apart: a zero entry skipped at the cost of a compare)
+                if (pairs.i[k] as usize) < n && pairs.work[k] != [0.0; 4] {
+                    for (s, &w) in book.contact.iter_mut().zip(&pairs.work[k]) {
+                        s.add(w);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every frictional material, and every contact's pair constant tan φ, take the friction
+    /// angle `phi` (a cell stage's start: the dense-packing recipe).
+    pub fn set_friction(&mut self, phi: f64) {
+        for m in &mut self.materials {
+            match m {
+                crate::material::Material::Frict(f) => (f.friction_angle, f.friction) = (phi, None),
+                crate::material::Material::Hertz(h) => (h.friction_angle, h.friction) = (phi, None),
+                crate::material::Material::Hooke(h) => h.xmu = phi.tan(),
+                crate::material::Material::Cpm(_) => {}
+            }
+        }
+        self.mix = MixTable::new(&self.materials).with_rolling(self.mix.rolling());
+        let t = phi.tan();
+        for list in [&mut self.pairs, &mut self.wall_pairs] {
+            for st in list.state.iter_mut() {
+                st.phys.tan_phi = t;
+            }
+        }
+    }
+
+    /// Does this rank own a particle whose reference position is `x` (a restart's reading;
+    /// a deforming cell through its decomposition frame and home image)?
+    pub fn owns_reference(&self, x: &V3) -> bool {
+        let cell = &self.domain.cell;
+        match cell.deformed {
+            false => self.dec.owns(x),
+            true => {
+                let h = cell.home(x, self.domain.periodic);
+                self.dec.owns(&cell.frame_image(x, h, self.domain.periodic))
+            }
+        }
+    }
+
+    /// Local index of the owned particle with global id `gid` (linear search; tests/tools).
+    pub fn find(&self, gid: u64) -> Option<usize> {
+        self.ps.gid[..self.ps.n_owned]
+            .iter()
+            .position(|&g| g == gid)
+    }
+}

@@ -1,0 +1,279 @@
+//! What a checkpoint holds beyond the particles and contacts (`Restored`, the engines' state
+//! as RON text), the phase timers, the energy book and the CPM set-up.
+
+use super::*;
+
+/// Wall-clock time spent per phase of the loop.
+#[derive(Clone, Debug, Default)]
+pub struct Timers {
+    pub collide: Duration,
+    pub contact: Duration,
+    /// Force gather + integration + wall motion.
+    pub integrate: Duration,
+    pub comm: Duration,
+    pub output: Duration,
+}
+
+/// One rank's share of a checkpoint, as `io::checkpoint` reads it.
+#[derive(Clone, Debug, Default)]
+pub struct Restored {
+    pub step: u64,
+    pub time: f64,
+    pub need_rebuild: bool,
+    pub n_rebuilds: u64,
+    pub wall_point: Vec<V3>,
+    pub wall_vel: Vec<V3>,
+    pub wall_ref: Vec<V3>,
+    /// Owned particles at their current positions.
+    pub particles: Particles,
+    /// Their positions at the last neighbour rebuild (aligned with `particles`).
+    pub reference: Vec<V3>,
+    /// Contacts (key, history) touching an owned particle.
+    pub contacts: Vec<((u64, u64), ContactState)>,
+    pub wall_contacts: Vec<((u64, u64), ContactState)>,
+    /// Keys of the pairs that were touching at the last rebuild (they lead the pair order).
+    pub leading: Vec<(u64, u64)>,
+    /// Engine state (text; empty = none).
+    pub engines: String,
+}
+
+/// The energy budget's cumulative terms on one rank (issue 23; Yade `O.energy`): exact sums,
+/// so that their sum over the ranks has the same bits on any layout. `integ`: the
+/// integrator's ΔKE, work of all forces and of gravity (`integrate::EnergyTally`);
+/// `contact`: the contacts' terms ([`contact::store::PairWork`]: frictional slip work,
+/// viscous work, the boundary's work through the contacts, CPM's normal dissipation);
+/// `flow`: the energy inlets brought in less what outlets took out (kinetic energy of the
+/// particles, elastic energy of the contacts of deleted ones).
+#[derive(Clone, Debug, Default)]
+pub struct EnergyBook {
+    pub integ: integrate::EnergyTally,
+    pub contact: [ExactSum; 4],
+    pub flow: ExactSum,
+}
+
+impl EnergyBook {
+    /// The number of cumulative terms ([`Self::sums`]); checkpoints written before the CPM
+    /// and flow terms hold the first [`Self::N_SUMS_V1`].
+    const N_SUMS: usize = 9;
+    const N_SUMS_V1: usize = 7;
+
+    /// This rank's cumulative terms in one list: [ΔKE, damping, gravity, blocked DOFs' work,
+    /// friction, viscous, boundary, damage, flow] (the checkpoint's order too).
+    pub(super) fn sums(&self) -> Vec<ExactSum> {
+        let flow = std::iter::once(&self.flow);
+        self.integ
+            .0
+            .iter()
+            .chain(&self.contact)
+            .chain(flow)
+            .cloned()
+            .collect()
+    }
+
+    /// Inverse of [`Self::sums`] (a shorter, older list: the missing terms zero).
+    pub(super) fn set_sums(&mut self, sums: &[ExactSum]) {
+        let mut it = sums.iter().cloned();
+        let slots = self.integ.0.iter_mut().chain(&mut self.contact);
+        for (slot, v) in slots.chain(std::iter::once(&mut self.flow)).zip(&mut it) {
+            *slot = v;
+        }
+    }
+}
+
+/// CPM set-up of a simulation whose materials are all CPM.
+#[derive(Clone, Debug)]
+pub struct CpmSim {
+    /// CPM parameters per material index.
+    pub mats: Vec<CpmMat>,
+    /// Their pair constants (`contact::cpm_pairs`).
+    pub table: contact::CpmTable,
+    /// Interaction radius R_I of the initial step (thesis eq. 2.23).
+    pub interaction_radius: f64,
+    /// The initial cohesive network has been created (after the first step).
+    pub links_created: bool,
+    /// Number of cohesive links created then (all ranks).
+    pub n_links0: u64,
+}
+
+/// Engine/controller state stored in checkpoints (RON text).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct EngineState {
+    pub(crate) links_created: bool,
+    pub(crate) n_links0: u64,
+    pub(crate) strainer: Option<UniaxialStrainer>,
+    /// Time of the last neighbour rebuild, from which the Verlet bound of the meshes' motion
+    /// counts (scenes with meshes; absent in older files and scenes without: serde default).
+    #[serde(default)]
+    pub(crate) mesh_ref_time: Option<f64>,
+    /// Inlet/outlet counters (scenes with flow engines; absent otherwise: serde default).
+    #[serde(default)]
+    pub(crate) flow: Option<crate::engines::FlowState>,
+    /// The deforming cell: H, gradients, servo (scenes with a `cell`; serde default).
+    #[serde(default)]
+    pub(crate) cell: Option<crate::engines::cell::CellState>,
+    /// The servo walls' last measurement (scenes with `servo_walls`; serde default).
+    #[serde(default)]
+    pub(crate) servo: Option<crate::engines::servo_wall::ServoWalls>,
+    /// The energy budget's cumulative terms summed over all ranks, as exact-sum limbs
+    /// (`EnergyBook::sums`).
+    #[serde(default)]
+    pub(crate) energy: Option<Vec<Vec<i64>>>,
+}
+
+/// The inlets' and outlets' counters in a checkpoint's engine text (`FlowState::counters`):
+/// `None` for a text without flow engines (empty, or a scene without them); `Err` when the
+/// text does not parse.
+pub fn flow_counters(
+    engines: &str,
+) -> std::result::Result<Option<crate::engines::FlowCounters>, String> {
+    if engines.is_empty() {
+        return Ok(None);
+    }
+    let e: EngineState = ron::from_str(engines).map_err(|e| e.to_string())?;
+    Ok(e.flow.map(|f| f.counters()))
+}
+
+impl Simulation {
+    /// Engine and controller state as RON text, for checkpoints (empty: no CPM, no engines).
+    pub fn engine_state(&self) -> String {
+        if self.cpm.is_none()
+            && self.strainer.is_none()
+            && self.meshes.is_empty()
+            && self.flow.is_none()
+            && self.cell.is_none()
+            && self.servo.is_none()
+            && self.energy.is_none()
+        {
+            return String::new();
+        }
+        let e = EngineState {
+            links_created: self.cpm.as_ref().is_some_and(|c| c.links_created),
+            n_links0: self.cpm.as_ref().map_or(0, |c| c.n_links0),
+            strainer: self.strainer.clone(),
+            mesh_ref_time: (!self.meshes.is_empty()).then(|| self.meshes.ref_time()),
+            flow: self.flow.as_ref().map(|f| f.state()),
+            cell: self.cell.as_ref().map(|c| c.state(&self.domain.cell)),
+            servo: self.servo.clone(),
+            // collective: every rank writes the same text (`io::checkpoint`)
+            energy: self.energy.as_ref().map(|b| {
+                let mut s = b.sums();
+                self.comm.sum_exact(&mut s);
+                s.iter().map(|x| x.to_limbs()).collect()
+            }),
+        };
+        ron::to_string(&e).unwrap_or_default()
+    }
+
+    /// Inverse of [`Simulation::engine_state`].
+    pub fn set_engine_state(&mut self, s: &str) -> Result<()> {
+        if s.is_empty() {
+            if self.cpm.is_some()
+                || self.strainer.is_some()
+                || self.flow.is_some()
+                || self.cell.is_some()
+                || self.servo.is_some()
+                || self.energy.is_some()
+            {
+                return Err(Error::Input(
+                    "the checkpoint holds no CPM/strainer/flow/cell state but the scene has them"
+                        .into(),
+                ));
+            }
+            return Ok(());
+        }
+        let e: EngineState =
+            ron::from_str(s).map_err(|e| Error::Input(format!("checkpoint engine state: {e}")))?;
+        match &mut self.cpm {
+            Some(c) => {
+                c.links_created = e.links_created;
+                c.n_links0 = e.n_links0;
+            }
+            None if e.links_created => {
+                return Err(Error::Input(
+                    "the checkpoint holds CPM state this scene does not have".into(),
+                ))
+            }
+            None => {}
+        }
+        if e.strainer.is_some() != self.strainer_wanted {
+            return Err(Error::Input(
+                "the checkpoint and the scene disagree about the strainer".into(),
+            ));
+        }
+        self.strainer = e.strainer;
+        match (&mut self.flow, &e.flow) {
+            (Some(f), Some(s)) => f.set_state(s)?,
+            (None, None) => {}
+            _ => {
+                return Err(Error::Input(
+                    "the checkpoint and the scene disagree about inlets/outlets".into(),
+                ))
+            }
+        }
+        match (&mut self.energy, &e.energy) {
+            (Some(b), Some(limbs)) => {
+                // the totals on rank 0, zeros elsewhere: their sum over the ranks is the same
+                *b = EnergyBook::default();
+                if self.comm.is_root() {
+                    let sums: Option<Vec<ExactSum>> =
+                        limbs.iter().map(|l| ExactSum::from_limbs(l)).collect();
+                    let n = [EnergyBook::N_SUMS, EnergyBook::N_SUMS_V1];
+                    let sums = sums
+                        .filter(|s| n.contains(&s.len()))
+                        .ok_or_else(|| Error::Input("checkpoint energy state: bad sums".into()))?;
+                    b.set_sums(&sums);
+                }
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::Input(
+                    "the checkpoint and the scene disagree about energy tracking".into(),
+                ))
+            }
+        }
+        match (&mut self.cell, &e.cell) {
+            (Some(c), Some(s)) => {
+                c.restore(s, &mut self.domain.cell);
+                // the stages' friction reaches the materials (the contacts have it already)
+                if let Some(phi) = s.friction {
+                    self.set_friction(phi);
+                }
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::Input(
+                    "the checkpoint and the scene disagree about the deforming cell".into(),
+                ))
+            }
+        }
+        match (&mut self.servo, e.servo) {
+            (Some(sv), Some(s)) => {
+                // the scene's parameters, the checkpoint's last measurement
+                (sv.force_n, sv.stiffness) = (s.force_n, s.stiffness);
+                (sv.measured, sv.stress) = (s.measured, s.stress);
+            }
+            (None, None) => {}
+            _ => {
+                return Err(Error::Input(
+                    "the checkpoint and the scene disagree about the servo walls".into(),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Before a restart reads its particles: a deforming cell at its shape of the checkpoint's
+    /// last rebuild, from the checkpoint's engine text, so that the reference positions go
+    /// to the ranks (and cuts) that held them then.
+    pub fn prepare_cell_restart(&mut self, engines: &str) {
+        let st = ron::from_str::<EngineState>(engines)
+            .ok()
+            .and_then(|e| e.cell);
+        if let (Some(_), Some(st)) = (&self.cell, st) {
+            let h_ref = M3::from_fn(|r, k| st.h_ref[r][k]);
+            if h_ref != self.domain.cell.h {
+                self.domain.cell.set_h(h_ref);
+            }
+        }
+    }
+}
