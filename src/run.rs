@@ -442,12 +442,15 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     let series_path = out_dir.join("series.csv");
     let n_walls = sim.walls.len();
     let n_meshes = sim.meshes.meshes.len();
-    let outlets = sim.flow.as_ref().map(|f| f.columns());
+    let outlets = sim
+        .engines
+        .get::<crate::engines::Flow>()
+        .map(|f| f.columns());
     let outlets = outlets.as_deref();
     let more = crate::io::series::Extra {
-        cell: sim.cell.is_some(),
-        servo: sim.servo.is_some(),
-        energy: sim.energy.is_some(),
+        cell: sim.engines.has::<crate::engines::cell::CellEngine>(),
+        servo: sim.engines.has::<crate::engines::servo_wall::ServoWalls>(),
+        energy: sim.engines.has::<crate::engines::energy::EnergyBook>(),
     };
     let series = match (root, opts.restart.is_some()) {
         (true, false) => Series::create(&series_path, n_walls, n_meshes, outlets, more).map(Some),
@@ -457,7 +460,11 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         (false, _) => Ok(None),
     };
     let mut series = sim.comm.agree(series)?;
-    let strain_csv = match (&sim.strainer, root) {
+    let strain_csv = match (
+        sim.engines
+            .get::<crate::engines::strainer::UniaxialStrainer>(),
+        root,
+    ) {
         (Some(_), true) => StrainSeries::open(
             &out_dir.join("strainer.csv"),
             opts.restart.as_ref().map(|_| sim.step),
@@ -617,7 +624,11 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 last_ckpt_time = Instant::now();
             }
             if finished {
-                if root && sim.strainer.is_some() {
+                if root
+                    && sim
+                        .engines
+                        .has::<crate::engines::strainer::UniaxialStrainer>()
+                {
                     info!(
                         "strainer: stress fell below the stop fraction of the peak at step {}",
                         sim.step
@@ -691,13 +702,20 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
     }
     // A cell stage still running when the run reached its last step: its goals were not met
     // (issue 32: an unreachable goal used to run to the step limit without a word).
-    let unfinished = match (&sim.cell, stopped.is_none() && sim.step >= end) {
+    let unfinished = match (
+        sim.engines.get::<crate::engines::cell::CellEngine>(),
+        stopped.is_none() && sim.step >= end,
+    ) {
         (Some(c), true) => c
             .current()
             .map(|st| (st.name.clone(), c.stage, c.stages.len())),
         _ => None,
     };
-    if let (Some((name, k, m)), Some(c), true) = (&unfinished, &sim.cell, root) {
+    if let (Some((name, k, m)), Some(c), true) = (
+        &unfinished,
+        sim.engines.get::<crate::engines::cell::CellEngine>(),
+        root,
+    ) {
         // the scene's run length should hold every stage (the run ends after the last): a
         // warning; a segment chosen with --steps (a job of a chain) ends where it was asked to
         let (k, goals) = (k + 1, c.goals_report());
@@ -821,7 +839,11 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 k + 1
             );
         }
-        if let Some(c) = sim.cell.as_ref().filter(|c| !c.missed.is_empty()) {
+        if let Some(c) = sim
+            .engines
+            .get::<crate::engines::cell::CellEngine>()
+            .filter(|c| !c.missed.is_empty())
+        {
             info!(
                 "cell: stages that ended by their steps without their goals: `{}`",
                 c.missed.join("`, `")
@@ -981,7 +1003,10 @@ fn write_specimen(sim: &Simulation, path: &Path) -> Result<()> {
 
 /// One row of `strainer.csv` (collective: every rank computes, rank 0 writes).
 fn strain_row(sim: &Simulation) -> String {
-    let Some(st) = &sim.strainer else {
+    let Some(st) = sim
+        .engines
+        .get::<crate::engines::strainer::UniaxialStrainer>()
+    else {
         return String::new();
     };
     let lw = sim.love_weber_stress(st.area * st.length0);

@@ -181,15 +181,15 @@ fn flipping_the_cell_leaves_every_force_bitwise() {
         let mut h = s.domain.cell.h;
         h[(0, 2)] = 0.6 * h[(0, 0)];
         s.domain.cell.set_h(h);
-        s.cell.as_mut().unwrap().h_ref = h;
+        s.cell_mut().unwrap().h_ref = h;
         s.invalidate();
         let mut a = s.clone();
         let mut b = s;
-        b.cell.as_mut().unwrap().flip = false;
+        b.cell_mut().unwrap().flip = false;
         steps(&mut a, 1);
         steps(&mut b, 1);
-        assert_eq!(a.cell.as_ref().unwrap().flips, 1);
-        assert_eq!(b.cell.as_ref().unwrap().flips, 0);
+        assert_eq!(a.cell().unwrap().flips, 1);
+        assert_eq!(b.cell().unwrap().flips, 0);
         assert!(a.domain.cell.h[(0, 2)] < 0.0 && b.domain.cell.h[(0, 2)] > 0.0);
         let pair_forces = |s: &Simulation| -> HashMap<(u64, u64), [u64; 3]> {
             (0..s.pairs.len())
@@ -242,7 +242,7 @@ fn servo_compresses_then_shears_at_constant_lateral_stress() {
     let mut iso_end = None;
     for _ in 0..200_000 {
         s.step().unwrap();
-        let c = s.cell.as_ref().unwrap();
+        let c = s.cell().unwrap();
         if iso_end.is_none() && c.stage == 1 {
             iso_end = Some((s.step, c.stress));
         }
@@ -310,15 +310,15 @@ fn servo_reaches_and_holds_a_shear_stress_goal() {
     let (mut at_tau, mut flow) = (None, None);
     for _ in 0..400_000 {
         s.step().unwrap();
-        let c = s.cell.as_ref().unwrap();
+        let c = s.cell().unwrap();
         if c.stage == 2 {
             // the flow stage: its rate, shear strain and (servo's) shear stress
             flow = Some((c.grad[(0, 1)], c.trsf[(0, 1)], c.stress_tensor[(0, 1)]));
         }
-        if at_tau.is_none() && s.cell.as_ref().unwrap().stage == 2 {
+        if at_tau.is_none() && s.cell().unwrap().stage == 2 {
             s.record_forces = true;
             steps(&mut s, 1);
-            let c = s.cell.as_ref().unwrap();
+            let c = s.cell().unwrap();
             at_tau = Some((s.stats().cell.unwrap(), c.trsf[(0, 1)], s.step));
             s.record_forces = false;
         }
@@ -390,7 +390,7 @@ fn sphere_on_a_floor_of_a_stretching_cell_slides_to_rest() {
     s.record_forces = true;
     let lab = |s: &Simulation| {
         let c = &s.domain.cell;
-        s.ps.vel[0] + s.cell.as_ref().unwrap().grad_prev * (s.ps.pos[0] - c.origin)
+        s.ps.vel[0] + s.cell().unwrap().grad_prev * (s.ps.pos[0] - c.origin)
     };
     steps(&mut s, 100);
     for _ in 0..5 {

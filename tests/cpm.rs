@@ -36,10 +36,10 @@ type Curve = Vec<(f64, f64, f64)>;
 /// exceeds `max_strain`.
 fn run(s: &mut Simulation, max_strain: f64, every: u64) -> Curve {
     let mut out = Vec::new();
-    while !s.finished() && s.strainer.as_ref().unwrap().strain().abs() < max_strain {
+    while !s.finished() && s.strainer().unwrap().strain().abs() < max_strain {
         s.step().unwrap_or_else(|e| panic!("{e}"));
         if s.step.is_multiple_of(every) {
-            let st = s.strainer.as_ref().unwrap();
+            let st = s.strainer().unwrap();
             out.push((st.strain(), st.stress, st.lateral_strain(&s.ps, &s.comm)));
         }
     }
@@ -98,8 +98,8 @@ fn tension_is_linear_then_peaks_then_softens_and_poisson_follows_alpha() {
     assert!((nu - 0.8 / 4.2).abs() < 0.03, "ν = {nu}");
     // Love–Weber stress of the packing agrees with the end-force stress within 25 % (it
     // averages over the whole volume including the boundary layer, thesis §3.3.1.1).
-    let lw = s.love_weber_stress(s.strainer.as_ref().unwrap().area * 0.036)[(2, 2)];
-    let st = s.strainer.as_ref().unwrap().stress;
+    let lw = s.love_weber_stress(s.strainer().unwrap().area * 0.036)[(2, 2)];
+    let st = s.strainer().unwrap().stress;
     assert!(
         (lw - st).abs() < 0.25 * st.abs().max(0.05 * p),
         "LW {lw:e} vs {st:e}"
@@ -177,7 +177,7 @@ fn yade_translation_scene_runs() {
     assert_eq!((st.area, st.original_length), (Some(4e-4), Some(0.04)));
     let mut s = Simulation::new(scene).unwrap_or_else(|e| panic!("{e}"));
     common::steps(&mut s, 300);
-    let st = s.strainer.as_ref().unwrap();
+    let st = s.strainer().unwrap();
     assert!(
         st.strain() > 0.0 && st.stress > 0.0,
         "{} {}",

@@ -30,7 +30,7 @@ fn triaxial_energy_budget_closes() {
     let mut at_shear = None;
     for _ in 0..400 {
         steps(&mut s, 500);
-        let c = s.cell.as_ref().unwrap();
+        let c = s.cell().unwrap();
         if at_shear.is_none() && c.stage == 1 {
             at_shear = Some(s.energy_budget().unwrap());
         }
@@ -389,7 +389,7 @@ fn cpm_tension_budget_closes() {
     let (mut peak, mut at_peak) = (0.0, b0);
     while !s.finished() {
         steps(&mut s, 50);
-        let st = s.strainer.as_ref().unwrap().stress;
+        let st = s.strainer().unwrap().stress;
         if st > peak {
             (peak, at_peak) = (st, s.energy_budget().unwrap());
         }
@@ -436,7 +436,7 @@ fn inlet_and_outlet_budget_closes() {
         min_flow = min_flow.min(s.energy_budget().unwrap().flow);
     }
     let b = s.energy_budget().unwrap();
-    let (count, _) = s.flow.as_ref().unwrap().totals()[1];
+    let (count, _) = s.flow().unwrap().totals()[1];
     let input = b.gravity + b.flow.max(0.0);
     let closure = (b.total() - b0.total()).abs() / input;
     eprintln!(

@@ -51,7 +51,7 @@ fn isotropic_then_triaxial_compression() {
     let mut s = sim(&box_scene(ISO, 100_000, ""));
     let b0 = s.energy_budget().unwrap();
     steps(&mut s, 20_000);
-    let sv = s.servo.clone().unwrap();
+    let sv = s.servo().cloned().unwrap();
     let e = sv.edges(&s.walls);
     eprintln!("iso: stress {:?}, edges {e:?}", sv.stress);
     for a in 0..3 {
@@ -63,19 +63,19 @@ fn isotropic_then_triaxial_compression() {
     eprintln!("{b:?}, closure {closure:e}");
     assert!(b.boundary > 0.0 && closure < 1e-3, "closure {closure:e}");
 
-    let spec = &mut s.servo.as_mut().unwrap().spec;
+    let spec = &mut s.servo_mut().unwrap().spec;
     spec.stress_mask = 3;
     spec.strain_rate = [0.0, 0.0, -0.5];
     let lz0 = e.z;
     let mut worst: f64 = 0.0;
     for k in 0..20 {
         steps(&mut s, 1000);
-        let sv = s.servo.as_ref().unwrap();
+        let sv = s.servo().unwrap();
         if k > 0 {
             worst = worst.max(rel(sv.stress[0], -1e4).max(rel(sv.stress[1], -1e4)));
         }
     }
-    let sv = s.servo.as_ref().unwrap();
+    let sv = s.servo().unwrap();
     let lz = sv.edges(&s.walls).z;
     let want = lz0 * (1.0 - 0.5 * s.dt).powi(20_000);
     eprintln!(
@@ -189,11 +189,11 @@ fn loose_sparse_box_reaches_its_goal() {
         let mut s = sim(&loose_box(material));
         steps(&mut s, 25_000);
         let mut worst: f64 = 0.0;
-        let mut prev = s.servo.as_ref().unwrap().force_n;
+        let mut prev = s.servo().unwrap().force_n;
         let mut flips = 0;
         for _ in 0..5_000 {
             steps(&mut s, 1);
-            let sv = s.servo.as_ref().unwrap();
+            let sv = s.servo().unwrap();
             for a in 0..3 {
                 worst = worst.max(rel(sv.stress[a], -2e3));
             }
@@ -205,7 +205,7 @@ fn loose_sparse_box_reaches_its_goal() {
             }
             prev = sv.force_n;
         }
-        let sv = s.servo.as_ref().unwrap();
+        let sv = s.servo().unwrap();
         let e = sv.edges(&s.walls);
         eprintln!(
             "{material}: stress {:?}, worst {worst:e}, edges {e:?}, {flips} jumps",

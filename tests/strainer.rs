@@ -74,7 +74,7 @@ fn curve(s: &mut Simulation, n: u64) -> Vec<(u64, u64)> {
     (0..n)
         .map(|_| {
             s.step().unwrap_or_else(|e| panic!("{e}"));
-            let st = s.strainer.as_ref().unwrap();
+            let st = s.strainer().unwrap();
             (st.strain().to_bits(), st.stress.to_bits())
         })
         .collect()
@@ -120,14 +120,14 @@ fn original_length_sets_strain_and_end_velocity() {
     let d = dir("l0");
     specimen(&d);
     let s = sim(&d, "area: 6.4e-5");
-    let st = s.strainer.as_ref().unwrap();
+    let st = s.strainer().unwrap();
     assert!((st.length0 - 16e-3).abs() < 1e-15);
     let mut s = sim(&d, "area: 6.4e-5, originalLength: 0.02");
-    let st = s.strainer.as_ref().unwrap();
+    let st = s.strainer().unwrap();
     assert_eq!(st.length0, 0.02);
     assert!((st.end_velocity(1000) - 0.5 * 0.5 * 0.02).abs() < 1e-15);
     common::steps(&mut s, 50);
-    let st = s.strainer.as_ref().unwrap();
+    let st = s.strainer().unwrap();
     assert!((st.strain() - st.displacement / 0.02).abs() <= 1e-12 * st.strain().abs());
     assert!(st.strain() > 0.0);
 }

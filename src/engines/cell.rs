@@ -645,6 +645,17 @@ impl CellEngine {
     }
 }
 
+/// Hooks: the stress measurement when due (the servo and the cell's motion are `sim`'s:
+/// `Simulation::cell_servo`, `finish_step`); the run ends with the last stage.
+impl super::Hooks for CellEngine {
+    fn records_forces(&self) -> bool {
+        self.wants_measure()
+    }
+    fn finished(&self) -> bool {
+        CellEngine::finished(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

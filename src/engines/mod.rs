@@ -1,228 +1,307 @@
-//! Engines: controllers and sources/sinks that act at fixed hook points of the step.
+//! Engines: controllers, sources and sinks, and forces that act at fixed hook points of the
+//! step (ARCHITECTURE.md "Engines").
 //!
-//! The step (`sim.rs`) is a fixed choreography; engines plug in at named hook points (the
-//! names of LAMMPS' `Verlet` integrator, `fix` masks):
+//! The step (`sim/mod.rs`) is a fixed choreography; engines plug in at named hook points (the
+//! names of LAMMPS' `Verlet` integrator and its `fix` masks), each engine called in the order
+//! the scene builds them:
 //!
 //! - `pre_exchange`: at a neighbour rebuild, after the ghosts are dropped, the positions
 //!   wrapped and the cuts balanced, before migration, ghost exchange and the broad phase.
-//!   The only point where particles are created or deleted ([`Flow`]: outlets, then
-//!   inlets, so that an inlet sees the room an outlet freed). A flow
-//!   engine due at a step forces a rebuild then, so its changes reach the ghosts and pair
-//!   lists the same step.
-//! - `pre_force` / `end_of_step`: the strain controller (`strainer.rs`: prescribed velocities
-//!   before the contact loop, its measurements after the integrator).
+//!   The only point where particles are created or deleted ([`flow::Flow`]: outlets, then
+//!   inlets). An engine that [`Hooks::wants_rebuild`] at a step forces a rebuild then, so its
+//!   changes reach the ghosts and pair lists the same step.
+//! - `pre_force`: before the contact loop (prescribed velocities, wall motion, external
+//!   forces into [`External`]).
+//! - `post_force`: after the contact loop, before the integrator (measurements of the step's
+//!   forces: servo walls, the cell's stress).
+//! - `end_of_step`: after the integrator and the Verlet trigger (measurements of the new
+//!   state, stop tests).
 //!
-//! Adding a flow engine: a file with its state and `act`, and one arm of [`FlowEngine`].
+//! An engine is a file with its state, its hooks (an impl of [`Hooks`]: every method has a
+//! default that does nothing) and its checkpoint state (a field of [`EngineState`]), and one
+//! arm of [`Engine`] (the `engines!` list below). Hooks see the simulation through
+//! [`StepView`]; the engines whose hooks need more of it (the flow engines' migration of
+//! contacts, the cell's stress measurement, the energy book's tally) have that part of their
+//! hook in `sim/` (`Simulation::pre_exchange`, `cell_servo`, `tally_contacts`).
 
 pub mod cell;
+pub mod energy;
+pub mod flow;
 pub mod inlet;
 pub mod outlet;
 pub mod region;
 pub mod servo_wall;
 pub mod strainer;
 
+pub use flow::{Flow, FlowCounters, FlowEngine, FlowState};
+
 use crate::contact::Wall;
 use crate::domain::comm::Comm;
-use crate::domain::decomp::Decomp;
-use crate::domain::exact::ExactSum;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::particles::Particles;
-use inlet::Inlet;
-use outlet::Outlet;
+use crate::V3;
 
-/// A particle source or sink acting at the `pre_exchange` hook (closed enum; a handful per
-/// scene, so the outlet's exact sum inline costs nothing).
-#[derive(Clone, Debug)]
-#[allow(clippy::large_enum_variant)]
-pub enum FlowEngine {
-    Outlet(Outlet),
-    Inlet(Inlet),
+/// Forces and torques engines add to the owned particles in a step (`pre_force`), which the
+/// integrator adds to the contact forces before gravity. Sized and zeroed each step only when
+/// some engine asks for it ([`Hooks::adds_forces`]); otherwise empty and free.
+#[derive(Clone, Debug, Default)]
+pub struct External {
+    pub force: Vec<V3>,
+    pub torque: Vec<V3>,
 }
 
-impl FlowEngine {
-    fn due(&self, step: u64, time: f64) -> bool {
-        match self {
-            FlowEngine::Outlet(o) => o.due(step),
-            FlowEngine::Inlet(i) => i.due(step, time),
-        }
-    }
-
-    /// Prefix of its `series.csv` columns.
-    fn column(&self) -> String {
-        match self {
-            FlowEngine::Outlet(o) => format!("outlet_{}", o.name),
-            FlowEngine::Inlet(i) => format!("inlet_{}", i.name),
-        }
-    }
-
-    /// Particles and mass removed (outlets) or inserted (inlets) so far.
-    fn totals(&self) -> (u64, f64) {
-        match self {
-            FlowEngine::Outlet(o) => (o.count, o.mass.value()),
-            FlowEngine::Inlet(i) => (i.seq, i.mass),
+impl External {
+    /// Zeros for `n` owned particles.
+    pub fn reset(&mut self, n: usize) {
+        for v in [&mut self.force, &mut self.torque] {
+            v.clear();
+            v.resize(n, V3::zeros());
         }
     }
 }
 
-/// The flow engines of a scene, in scene order (outlets first).
-#[derive(Clone, Debug)]
-pub struct Flow {
-    pub engines: Vec<FlowEngine>,
-    /// The last step at which they acted (a step's rebuild may run twice: `prepare`, then
-    /// the step itself; they act once).
-    last_step: Option<u64>,
+/// What a hook sees of the simulation: the step's clock, the owned particles (then ghosts),
+/// the walls, the communicator and the external forces of this step.
+pub struct StepView<'a> {
+    /// The step about to be taken (`pre_force`) or just taken (`end_of_step`), and its time.
+    pub step: u64,
+    pub time: f64,
+    pub dt: f64,
+    pub ps: &'a mut Particles,
+    pub walls: &'a mut [Wall],
+    pub comm: &'a Comm,
+    pub external: &'a mut External,
 }
 
-/// The part of [`Flow`] stored in checkpoints (RON, inside the engine state).
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct FlowState {
-    last_step: Option<u64>,
-    /// Per outlet, in scene order: name, count removed, the exact mass sum's limbs.
-    outlets: Vec<(String, u64, Vec<i64>)>,
-    /// Per inlet, in scene order: name, sequence number (spheres inserted), mass inserted,
-    /// placement attempts.
-    #[serde(default)]
-    inlets: Vec<(String, u64, f64, u64)>,
-}
-
-/// Per inlet (scene order) its name and the spheres it issued, and the particles all outlets
-/// removed ([`FlowState::counters`]).
-pub type FlowCounters = (Vec<(String, u64)>, u64);
-
-impl FlowState {
-    /// Per inlet (scene order): its name and the spheres it issued (sequence numbers
-    /// 0..issued), and the particles all outlets removed: the bookkeeping a checkpoint's
-    /// particles must agree with (`io::checkpoint::GidBook`).
-    pub fn counters(&self) -> FlowCounters {
-        let inlets = self.inlets.iter().map(|i| (i.0.clone(), i.1)).collect();
-        let removed = self.outlets.iter().fold(0u64, |s, o| s.saturating_add(o.1));
-        (inlets, removed)
+/// An engine's hooks and bookkeeping; every method defaults to doing nothing.
+pub trait Hooks {
+    /// This engine acts at `step` (time `time`) in a neighbour rebuild's `pre_exchange`: the
+    /// step rebuilds then. A function of the step, the same on every rank.
+    fn wants_rebuild(&self, _step: u64, _time: f64) -> bool {
+        false
     }
-}
-
-impl Flow {
-    /// `None` without engines: the step then pays nothing for them.
-    pub fn new(engines: Vec<FlowEngine>) -> Option<Self> {
-        (!engines.is_empty()).then_some(Flow {
-            engines,
-            last_step: None,
-        })
-    }
-
-    /// Some engine acts at `step` (the same on every rank: a function of the step).
-    pub fn due(&self, step: u64, time: f64) -> bool {
-        self.last_step != Some(step) && self.engines.iter().any(|e| e.due(step, time))
-    }
-
-    /// The `pre_exchange` hook (collective): the engines due at `step` act on the owned
-    /// particles (ghosts dropped). Returns the gids deleted on all ranks, sorted.
-    pub fn pre_exchange(
-        &mut self,
-        (step, time): (u64, f64),
-        ps: &mut Particles,
-        dec: &Decomp,
-        comm: &Comm,
-        walls: &[Wall],
-    ) -> Vec<u64> {
-        let mut gone = Vec::new();
-        for e in &mut self.engines {
-            if !e.due(step, time) {
-                continue;
-            }
-            match e {
-                FlowEngine::Outlet(o) => o.act(ps, comm, &mut gone),
-                FlowEngine::Inlet(i) => {
-                    i.act(time, ps, dec, comm, walls);
-                }
-            }
-        }
-        self.last_step = Some(step);
-        let mut all = comm.all_gather_varlen_u64s(&gone);
-        all.sort_unstable();
-        all
-    }
-
-    /// Cumulative (count, mass) per engine (removed by outlets, inserted by inlets), in the
-    /// order of [`Self::columns`].
-    pub fn totals(&self) -> Vec<(u64, f64)> {
-        self.engines.iter().map(|e| e.totals()).collect()
-    }
-
-    /// The engines' column prefixes (`outlet_<name>`, `inlet_<name>`), outlets first.
-    pub fn columns(&self) -> Vec<String> {
-        self.engines.iter().map(|e| e.column()).collect()
-    }
-
-    fn outlets(&self) -> impl Iterator<Item = &Outlet> {
-        self.engines.iter().filter_map(|e| match e {
-            FlowEngine::Outlet(o) => Some(o),
-            _ => None,
-        })
-    }
-
-    fn inlets(&self) -> impl Iterator<Item = &Inlet> {
-        self.engines.iter().filter_map(|e| match e {
-            FlowEngine::Inlet(i) => Some(i),
-            _ => None,
-        })
-    }
-
-    pub fn state(&self) -> FlowState {
-        FlowState {
-            last_step: self.last_step,
-            outlets: self
-                .outlets()
-                .map(|o| (o.name.clone(), o.count, o.mass.to_limbs()))
-                .collect(),
-            inlets: self
-                .inlets()
-                .map(|i| (i.name.clone(), i.seq, i.mass, i.tries))
-                .collect(),
-        }
-    }
-
-    /// Restore the counters of a checkpoint (the engines themselves come from the scene,
-    /// which the restart compared with the checkpoint's).
-    pub fn set_state(&mut self, s: &FlowState) -> Result<()> {
-        let n = self.outlets().count();
-        let m = self.inlets().count();
-        if s.outlets.len() != n || s.inlets.len() != m {
-            return Err(Error::Input(format!(
-                "the checkpoint has {} outlets and {} inlets, the scene {n} and {m}",
-                s.outlets.len(),
-                s.inlets.len()
-            )));
-        }
-        self.last_step = s.last_step;
-        let mut it = s.outlets.iter();
-        let mut jt = s.inlets.iter();
-        for e in &mut self.engines {
-            match e {
-                FlowEngine::Outlet(o) => {
-                    let (name, count, limbs) = it.next().expect("lengths checked");
-                    if *name != o.name {
-                        return Err(Error::Input(format!(
-                            "the checkpoint's outlet `{name}` is `{}` in the scene",
-                            o.name
-                        )));
-                    }
-                    o.count = *count;
-                    o.mass = ExactSum::from_limbs(limbs).ok_or_else(|| {
-                        Error::Input(format!("checkpoint: outlet `{name}`: bad mass sum"))
-                    })?;
-                }
-                FlowEngine::Inlet(i) => {
-                    let (name, seq, mass, tries) = jt.next().expect("lengths checked");
-                    if *name != i.name {
-                        return Err(Error::Input(format!(
-                            "the checkpoint's inlet `{name}` is `{}` in the scene",
-                            i.name
-                        )));
-                    }
-                    (i.seq, i.mass, i.tries) = (*seq, *mass, *tries);
-                }
-            }
-        }
+    /// Before the contact loop.
+    fn pre_force(&mut self, _v: &mut StepView) -> Result<()> {
         Ok(())
+    }
+    /// After the integrator and the Verlet trigger (the step counted).
+    fn end_of_step(&mut self, _v: &mut StepView) -> Result<()> {
+        Ok(())
+    }
+    /// It reads each pair's force and each particle's total force after every step.
+    fn records_forces(&self) -> bool {
+        false
+    }
+    /// It adds forces or torques to particles ([`External`]).
+    fn adds_forces(&self) -> bool {
+        false
+    }
+    /// Its protocol ended (the run stops).
+    fn finished(&self) -> bool {
+        false
+    }
+    /// Its part of the checkpoint's engine state.
+    fn save(&self, _s: &mut EngineState) {}
+    /// Its state from a checkpoint's (engines absent there keep their scene state).
+    fn load(&mut self, _s: &EngineState) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Typed access to one kind of engine ([`Engines::get`]).
+pub trait Kind: Sized {
+    fn of(e: &Engine) -> Option<&Self>;
+    fn of_mut(e: &mut Engine) -> Option<&mut Self>;
+}
+
+/// The closed set of engines: one arm each (`Variant(Type)`).
+macro_rules! engines {
+    ($($v:ident($t:ty)),* $(,)?) => {
+        /// One engine of a simulation (closed enum; a handful per scene).
+        #[derive(Clone, Debug)]
+        #[allow(clippy::large_enum_variant)]
+        pub enum Engine {
+            $($v($t)),*
+        }
+
+        impl Engine {
+            /// Its place in the list of the closed set: the order the hooks run.
+            fn rank(&self) -> usize {
+                let mut k = 0usize;
+                $(
+                    if matches!(self, Engine::$v(_)) {
+                        return k;
+                    }
+                    k += 1;
+                )*
+                k
+            }
+            fn hooks(&self) -> &dyn Hooks {
+                match self {
+                    $(Engine::$v(e) => e),*
+                }
+            }
+            fn hooks_mut(&mut self) -> &mut dyn Hooks {
+                match self {
+                    $(Engine::$v(e) => e),*
+                }
+            }
+        }
+
+        $(
+            impl Kind for $t {
+                fn of(e: &Engine) -> Option<&Self> {
+                    match e {
+                        Engine::$v(x) => Some(x),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
+                fn of_mut(e: &mut Engine) -> Option<&mut Self> {
+                    match e {
+                        Engine::$v(x) => Some(x),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
+            }
+            impl From<$t> for Engine {
+                fn from(x: $t) -> Engine {
+                    Engine::$v(x)
+                }
+            }
+        )*
+    };
+}
+
+engines! {
+    Flow(flow::Flow),
+    Strainer(strainer::UniaxialStrainer),
+    ServoWalls(servo_wall::ServoWalls),
+    Cell(cell::CellEngine),
+    Energy(energy::EnergyBook),
+}
+
+/// The engines of a simulation, in the order their hooks run.
+#[derive(Clone, Debug, Default)]
+pub struct Engines {
+    list: Vec<Engine>,
+}
+
+impl Engines {
+    /// Add an engine: after the others of its kind and of the kinds listed before it in the
+    /// closed set, so the hooks run in that order whatever the order of the calls.
+    pub fn push(&mut self, e: impl Into<Engine>) {
+        let e = e.into();
+        let at = self
+            .list
+            .iter()
+            .take_while(|x| x.rank() <= e.rank())
+            .count();
+        self.list.insert(at, e);
+    }
+
+    /// The first engine of kind `T`.
+    pub fn get<T: Kind>(&self) -> Option<&T> {
+        self.list.iter().find_map(T::of)
+    }
+
+    pub fn get_mut<T: Kind>(&mut self) -> Option<&mut T> {
+        self.list.iter_mut().find_map(T::of_mut)
+    }
+
+    pub fn has<T: Kind>(&self) -> bool {
+        self.get::<T>().is_some()
+    }
+
+    /// Put `x` in place of the engine of its kind, or add it.
+    pub fn set<T: Kind + Into<Engine>>(&mut self, x: T) {
+        match self.list.iter().position(|e| T::of(e).is_some()) {
+            Some(k) => self.list[k] = x.into(),
+            None => self.push(x),
+        }
+    }
+
+    /// Remove the engine of kind `T`.
+    pub fn remove<T: Kind>(&mut self) {
+        self.list.retain(|e| T::of(e).is_none());
+    }
+
+    pub fn wants_rebuild(&self, step: u64, time: f64) -> bool {
+        self.list
+            .iter()
+            .any(|e| e.hooks().wants_rebuild(step, time))
+    }
+
+    pub fn pre_force(&mut self, v: &mut StepView) -> Result<()> {
+        if self.adds_forces() {
+            v.external.reset(v.ps.n_owned);
+        }
+        self.list
+            .iter_mut()
+            .try_for_each(|e| e.hooks_mut().pre_force(v))
+    }
+
+    pub fn end_of_step(&mut self, v: &mut StepView) -> Result<()> {
+        self.list
+            .iter_mut()
+            .try_for_each(|e| e.hooks_mut().end_of_step(v))
+    }
+
+    pub fn records_forces(&self) -> bool {
+        self.list.iter().any(|e| e.hooks().records_forces())
+    }
+
+    pub fn adds_forces(&self) -> bool {
+        self.list.iter().any(|e| e.hooks().adds_forces())
+    }
+
+    pub fn finished(&self) -> bool {
+        self.list.iter().any(|e| e.hooks().finished())
+    }
+
+    pub fn save(&self, s: &mut EngineState) {
+        self.list.iter().for_each(|e| e.hooks().save(s))
+    }
+
+    pub fn load(&mut self, s: &EngineState) -> Result<()> {
+        self.list.iter_mut().try_for_each(|e| e.hooks_mut().load(s))
+    }
+}
+
+/// The engines' state stored in checkpoints (RON text): one field per engine that has state
+/// (absent in files written before it existed: serde defaults), plus the CPM links and the
+/// meshes' reference time, which `sim` keeps.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct EngineState {
+    pub links_created: bool,
+    pub n_links0: u64,
+    pub strainer: Option<strainer::UniaxialStrainer>,
+    /// Time of the last neighbour rebuild, from which the Verlet bound of the meshes' motion
+    /// counts (scenes with meshes; absent in older files and scenes without: serde default).
+    #[serde(default)]
+    pub mesh_ref_time: Option<f64>,
+    /// Inlet/outlet counters (scenes with flow engines; absent otherwise: serde default).
+    #[serde(default)]
+    pub flow: Option<FlowState>,
+    /// The deforming cell: H, gradients, servo (scenes with a `cell`; serde default).
+    #[serde(default)]
+    pub cell: Option<cell::CellState>,
+    /// The servo walls' last measurement (scenes with `servo_walls`; serde default).
+    #[serde(default)]
+    pub servo: Option<servo_wall::ServoWalls>,
+    /// The energy budget's cumulative terms summed over all ranks, as exact-sum limbs
+    /// (`EnergyBook::sums`).
+    #[serde(default)]
+    pub energy: Option<Vec<Vec<i64>>>,
+}
+
+impl EngineState {
+    /// The state of a checkpoint's engine text (empty: none).
+    pub fn parse(text: &str) -> std::result::Result<Option<EngineState>, String> {
+        match text.is_empty() {
+            true => Ok(None),
+            false => ron::from_str(text).map(Some).map_err(|e| e.to_string()),
+        }
     }
 }

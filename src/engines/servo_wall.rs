@@ -135,10 +135,10 @@ impl ServoWalls {
         }
     }
 
-    /// `pre_force`: the velocity of each box wall over the coming step of length `dt`: the
+    /// The `pre_force` hook: the velocity of each box wall over the coming step of length `dt`: the
     /// strain-controlled axes' from the strain rate, the stress-controlled axes' from the last
     /// measurement (none yet: they stay at rest).
-    pub fn pre_force(&self, walls: &mut [Wall], dt: f64) {
+    pub fn move_walls(&self, walls: &mut [Wall], dt: f64) {
         let edges = self.edges(walls);
         for a in (0..3).filter(|&a| !self.controls(a)) {
             if let Some((lo, hi)) = self.walls[a] {
@@ -165,6 +165,18 @@ impl ServoWalls {
                 walls[w].vel = walls[w].normal * ((1.0 - self.spec.wall_damping) * d / dt);
             }
         }
+    }
+}
+
+/// Hooks: the walls' velocities before the contacts (their measurement of the step's forces
+/// is `sim`'s `post_force`: `Simulation::servo_measure`).
+impl super::Hooks for ServoWalls {
+    fn pre_force(&mut self, v: &mut super::StepView) -> crate::error::Result<()> {
+        self.move_walls(v.walls, v.dt);
+        Ok(())
+    }
+    fn records_forces(&self) -> bool {
+        true
     }
 }
 
@@ -210,7 +222,7 @@ mod tests {
         s.measure(&walls, f, [0.0, 0.0, 0.0, 0.0, 100.0, 100.0]);
         assert_eq!(s.stress, [0.0, 0.0, -10.0]);
         let dt = 0.5;
-        s.pre_force(&mut walls, dt);
+        s.move_walls(&mut walls, dt);
         // z: excess = −60 + 20·6 = 60 N → 0.6 m, capped at max_vel dt = 1 m: 0.75 · 0.6 / dt
         assert!((walls[4].vel.z - 0.9).abs() < 1e-15 && (walls[5].vel.z + 0.9).abs() < 1e-15);
         // x: no contacts, goal −20 · 12: moves in at 0.75 max_vel

@@ -220,3 +220,21 @@ impl UniaxialStrainer {
         sum[0].value() / n as f64 / self.lateral0 - 1.0
     }
 }
+
+/// Hooks: the supports' prescribed velocities before the contacts, the stress after the step.
+impl super::Hooks for UniaxialStrainer {
+    fn pre_force(&mut self, v: &mut super::StepView) -> crate::error::Result<()> {
+        self.pre_step(v.step, v.dt, v.ps);
+        Ok(())
+    }
+    fn end_of_step(&mut self, v: &mut super::StepView) -> crate::error::Result<()> {
+        self.post_step(v.ps, v.comm);
+        Ok(())
+    }
+    fn records_forces(&self) -> bool {
+        true
+    }
+    fn finished(&self) -> bool {
+        self.done
+    }
+}

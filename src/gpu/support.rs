@@ -74,15 +74,18 @@ pub fn check_simulation(sim: &Simulation) -> Result<()> {
         Some("rolling and twisting resistance")
     } else if !sim.meshes.is_empty() {
         Some("triangle meshes")
-    } else if sim.strainer.is_some() {
+    } else if sim
+        .engines
+        .has::<crate::engines::strainer::UniaxialStrainer>()
+    {
         Some("the strain controller")
-    } else if sim.flow.is_some() {
+    } else if sim.engines.has::<crate::engines::Flow>() {
         Some("inlets and outlets")
-    } else if sim.cell.is_some() || sim.domain.cell.deformed {
+    } else if sim.engines.has::<crate::engines::cell::CellEngine>() || sim.domain.cell.deformed {
         Some("the deforming periodic cell")
-    } else if sim.servo.is_some() {
+    } else if sim.engines.has::<crate::engines::servo_wall::ServoWalls>() {
         Some("servo walls")
-    } else if sim.energy.is_some() {
+    } else if sim.engines.has::<crate::engines::energy::EnergyBook>() {
         Some("energy tracking")
     } else if sim.walls.len() > MAX_WALLS {
         Some("more than 16 walls")

@@ -199,18 +199,33 @@ impl Simulation {
             checkpoint_requested: false,
             checkpoint_agreed: false,
             cpm,
-            strainer,
+            engines: {
+                // the hooks run in this order (the strainer's velocities before the servo
+                // walls', as always)
+                let mut e = Engines::default();
+                if let Some(f) = Flow::new(scene.flow) {
+                    e.push(f);
+                }
+                if let Some(s) = strainer {
+                    e.push(s);
+                }
+                if let Some(s) = scene.servo_walls {
+                    e.push(s);
+                }
+                if let Some(mut c) = scene.cell {
+                    c.h_ref = h0;
+                    e.push(c);
+                }
+                if scene.energy {
+                    e.push(EnergyBook::default());
+                }
+                e
+            },
             strainer_wanted: scene.strainer.is_some(),
-            flow: crate::engines::Flow::new(scene.flow),
-            servo: scene.servo_walls,
-            energy: scene.energy.then(EnergyBook::default),
+            external: External::default(),
             analysis_region: scene.analysis_region,
             stage_clock: Instant::now(),
             stage_cpu: 0.0,
-            cell: scene.cell.map(|mut c| {
-                c.h_ref = h0;
-                c
-            }),
             reach_extra,
             grid: CellGrid::default(),
             wall_cands: Vec::new(),
@@ -308,7 +323,7 @@ impl Simulation {
         self.in_setup = false;
         built?;
         self.meshes.set_time(r.time);
-        if let (Some(c), Some(st)) = (&mut self.cell, &cell_state) {
+        if let (Some(c), Some(st)) = (self.engines.get_mut::<CellEngine>(), &cell_state) {
             c.restore(st, &mut self.domain.cell);
             self.pairs.refresh_shifts(&self.domain.cell);
             self.pairs.grad = c.contact_gradient().filter(|_| r.step > 0);
@@ -329,7 +344,7 @@ impl Simulation {
         // `want_box` as the checkpointed step set it (the same maximum: the same rebuild steps),
         // a deforming cell's displacements measured from the references its mean field
         // carried (`integrate::Affine`: the same operations, the same bits)
-        let carried: Vec<V3> = match &self.cell {
+        let carried: Vec<V3> = match self.engines.get::<CellEngine>() {
             Some(c) => {
                 let a = self.domain.cell.h * c.h_ref.try_inverse().unwrap_or(M3::identity());
                 let o = self.domain.cell.origin;

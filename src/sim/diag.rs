@@ -379,8 +379,11 @@ impl Simulation {
                 })
                 .collect(),
             n_particles: counts[2] as u64,
-            flow: self.flow.as_ref().map_or(Vec::new(), |f| f.totals()),
-            cell: self.cell.as_ref().map(|c| {
+            flow: self
+                .engines
+                .get::<Flow>()
+                .map_or(Vec::new(), |f| f.totals()),
+            cell: self.engines.get::<CellEngine>().map(|c| {
                 let m = self.cell_measure(false, false);
                 let cell = &self.domain.cell;
                 crate::engines::cell::CellRow {
@@ -397,7 +400,7 @@ impl Simulation {
                     external_work: c.external_work,
                 }
             }),
-            servo: self.servo.as_ref().map(|sv| {
+            servo: self.engines.get::<ServoWalls>().map(|sv| {
                 let ([x, y, z], e) = (sv.stress, sv.edges(&self.walls));
                 [x, y, z, e.x, e.y, e.z]
             }),
@@ -698,7 +701,7 @@ impl Simulation {
     /// current state, the cumulative terms summed over the ranks; `None` without tracking.
     /// Its [`Budget::total`] stays constant to the integration error (tests/energy.rs).
     pub fn energy_budget(&self) -> Option<Budget> {
-        let book = self.energy.as_ref()?;
+        let book = self.engines.get::<EnergyBook>()?;
         let ps = &self.ps;
         let mut s = book.sums();
         let mut ke = ExactSum::new();

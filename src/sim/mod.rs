@@ -9,13 +9,17 @@ mod diag;
 mod rebuild;
 mod state;
 
+use crate::engines::cell::CellEngine;
+use crate::engines::energy::EnergyBook;
+use crate::engines::servo_wall::ServoWalls;
+use crate::engines::strainer::UniaxialStrainer;
+use crate::engines::{EngineState, Engines, External, Flow, StepView};
 use crate::forces::{canonical_order, Canon};
 use crate::sched::with_keep_awake;
 pub(crate) use build::setup_stop;
 pub(crate) use diag::unbalanced_force;
 pub use diag::{Budget, ContactView, LinkStats, Network, Stats};
-pub(crate) use state::EngineState;
-pub use state::{flow_counters, CpmSim, EnergyBook, Restored, Timers};
+pub use state::{flow_counters, CpmSim, Restored, Timers};
 
 use crate::collide::{self, CellGrid};
 use crate::contact::facet::FacetPairs;
@@ -27,8 +31,6 @@ use crate::domain::decomp::{self, Decomp};
 use crate::domain::exact::ExactSum;
 use crate::domain::halo::Halo;
 use crate::domain::Domain;
-use crate::engines::cell::CellEngine;
-use crate::engines::strainer::UniaxialStrainer;
 use crate::error::{Error, Result};
 use crate::forces::ForceSlots;
 use crate::integrate;
@@ -101,20 +103,14 @@ pub struct Simulation {
     pub checkpoint_agreed: bool,
     /// CPM contacts (all materials CPM), else the frictional law.
     pub cpm: Option<CpmSim>,
-    /// Uniaxial strain controller.
-    pub strainer: Option<UniaxialStrainer>,
+    /// The engines (`engines`: controllers, sources and sinks, forces), in the order their
+    /// hooks run: the flow engines, the strainer, servo walls, the deforming cell, the energy
+    /// book, then the scene's others.
+    pub engines: Engines,
     /// The scene has a strainer (checked against checkpoints).
     strainer_wanted: bool,
-    /// Particle sources and sinks (outlets) acting at the `pre_exchange` hook of a rebuild
-    /// (`engines`); `None` without any.
-    pub flow: Option<crate::engines::Flow>,
-    /// Stress-controlled box walls (`engines::servo_wall`; hooks `pre_force`, `post_force`).
-    pub servo: Option<crate::engines::servo_wall::ServoWalls>,
-    /// The deforming periodic cell (issue 23): its gradient moves `domain.cell` and the mean
-    /// field; `None` for a static box.
-    pub cell: Option<CellEngine>,
-    /// Energy tracking (scene `energy: true`): this rank's cumulative terms.
-    pub energy: Option<EnergyBook>,
+    /// Forces and torques the engines add this step (empty unless one does).
+    external: External,
     /// The region the contact network's series columns are restricted to (`Network`).
     pub analysis_region: Option<crate::engines::region::Region>,
     /// Wall clock since the current cell stage started (or the run), for its log line.
@@ -201,8 +197,33 @@ impl Simulation {
     /// The strain controller asked to stop (collective agreement: its criterion uses global
     /// sums only).
     pub fn finished(&self) -> bool {
-        self.strainer.as_ref().is_some_and(|s| s.done)
-            || self.cell.as_ref().is_some_and(|c| c.finished())
+        self.engines.finished()
+    }
+    /// The uniaxial strain controller, if the scene has one.
+    pub fn strainer(&self) -> Option<&UniaxialStrainer> {
+        self.engines.get()
+    }
+    /// The inlets and outlets, if the scene has any.
+    pub fn flow(&self) -> Option<&Flow> {
+        self.engines.get()
+    }
+    /// The servo walls, if the scene has them.
+    pub fn servo(&self) -> Option<&ServoWalls> {
+        self.engines.get()
+    }
+    pub fn servo_mut(&mut self) -> Option<&mut ServoWalls> {
+        self.engines.get_mut()
+    }
+    /// The deforming cell's engine, if the scene has one.
+    pub fn cell(&self) -> Option<&CellEngine> {
+        self.engines.get()
+    }
+    pub fn cell_mut(&mut self) -> Option<&mut CellEngine> {
+        self.engines.get_mut()
+    }
+    /// The energy book, with `energy: true`.
+    pub fn energy(&self) -> Option<&EnergyBook> {
+        self.engines.get()
     }
 
     /// Ask for a rebuild at the next step (e.g. after changing particles by hand).
@@ -258,12 +279,8 @@ impl Simulation {
     /// One time step (see [`Self::step`]).
     fn advance(&mut self) -> Result<()> {
         let t0 = Instant::now();
-        // a flow engine due now acts at this step's rebuild (`pre_exchange`)
-        if self
-            .flow
-            .as_ref()
-            .is_some_and(|f| f.due(self.step, self.time))
-        {
+        // an engine due now acts at this step's rebuild (`pre_exchange`)
+        if self.engines.wants_rebuild(self.step, self.time) {
             if !self.need_rebuild {
                 self.rebuild_why = "a flow engine (inlet, outlet) acts at this step".into();
             }
@@ -276,19 +293,25 @@ impl Simulation {
             self.timers.collide += t0.elapsed().saturating_sub(t_comm);
         }
         let t1 = Instant::now();
-        let cell_due = self.cell.as_ref().is_some_and(|c| c.wants_measure());
-        let record =
-            self.record_forces || self.strainer.is_some() || self.servo.is_some() || cell_due;
+        let cell_due = self
+            .engines
+            .get::<CellEngine>()
+            .is_some_and(|c| c.wants_measure());
+        let record = self.record_forces || self.engines.records_forces();
+        // pre_force: the engines' prescribed velocities, wall motions, external forces
+        self.engines.pre_force(&mut StepView {
+            step: self.step,
+            time: self.time,
+            dt: self.dt,
+            ps: &mut self.ps,
+            walls: &mut self.walls,
+            comm: &self.comm,
+            external: &mut self.external,
+        })?;
         let out = self.slots.writer(record);
         let sl = &self.slots;
-        if let Some(st) = &mut self.strainer {
-            st.pre_step(self.step, self.dt, &mut self.ps);
-        }
-        if let Some(sv) = &self.servo {
-            sv.pre_force(&mut self.walls, self.dt);
-        }
         let tasks = self.slots.task_ranges().len();
-        if self.energy.is_some() {
+        if self.engines.has::<EnergyBook>() {
             // zeros for the pairs the loops skip (apart, and were)
             for list in [&mut self.pairs, &mut self.wall_pairs] {
                 list.work.clear();
@@ -298,8 +321,8 @@ impl Simulation {
         if self.fuse
             && tasks >= 2
             && self.cpm.is_none()
-            && self.cell.is_none()
-            && self.energy.is_none()
+            && !self.engines.has::<CellEngine>()
+            && !self.engines.has::<EnergyBook>()
             && self.wall_pairs.is_empty()
             && !self.slots.canonical()
         {
@@ -359,7 +382,7 @@ impl Simulation {
             record,
             self.want_box,
             affine,
-            self.energy.as_mut().map(|b| &mut b.integ),
+            self.engines.get_mut::<EnergyBook>().map(|b| &mut b.integ),
             |p0, f, t| gather.take_block(p0, f, t),
         );
         self.timers.contact += t2 - t1;
@@ -446,7 +469,7 @@ impl Simulation {
         self.stop_agreed = m[1] > 0.0;
         self.checkpoint_agreed = m[2] > 0.0;
         let walls = (!self.walls.is_empty() || !self.meshes.is_empty()).then_some(wall_d2);
-        self.need_rebuild = match &mut self.cell {
+        self.need_rebuild = match self.engines.get_mut::<CellEngine>() {
             None => !collide::still_valid(&moved, walls, self.skin),
             Some(c) => {
                 // H ← (I + L Δt) H: the images' shifts of the next step, L the mean field the
@@ -493,16 +516,27 @@ impl Simulation {
         }
         self.step += 1;
         self.time += self.dt;
-        if let Some(st) = &mut self.strainer {
-            st.post_step(&self.ps, &self.comm);
-        }
-        if self.cell.as_ref().is_some_and(|c| c.current().is_some()) {
+        // end_of_step: the engines' measurements of the new state
+        self.engines.end_of_step(&mut StepView {
+            step: self.step,
+            time: self.time,
+            dt: self.dt,
+            ps: &mut self.ps,
+            walls: &mut self.walls,
+            comm: &self.comm,
+            external: &mut self.external,
+        })?;
+        if self
+            .engines
+            .get::<CellEngine>()
+            .is_some_and(|c| c.current().is_some())
+        {
             // the stage's stop test, with Yade's unbalanced force on measurement steps
             // Yade evaluates it only once the goals hold (and on measurement steps)
-            let ok = self.cell.as_ref().is_some_and(|c| c.all_ok);
+            let ok = self.engines.get::<CellEngine>().is_some_and(|c| c.all_ok);
             let unb = (ok && self.slots.recorded()).then(|| self.unbalanced_now());
             let root = self.comm.is_root();
-            if let Some(c) = &mut self.cell {
+            if let Some(c) = self.engines.get_mut::<CellEngine>() {
                 let name = c.current().map(|s| s.name.clone()).unwrap_or_default();
                 // a stage ending by its `steps` without its goals is said (issue 32): the
                 // goals as they stand before the stage ends
@@ -556,14 +590,14 @@ impl Simulation {
     /// the start of a stage (friction, strain reference), the stress and stiffness measured
     /// when due, the step's velocity gradient, and the integrator's mean-field motion.
     fn cell_servo(&mut self, measure: bool) -> Result<Option<integrate::Affine>> {
-        let Some(c) = &self.cell else {
+        let Some(c) = self.engines.get::<CellEngine>() else {
             return Ok(None);
         };
         if let Some(st) = c.current().filter(|_| !c.started).cloned() {
             if let Some(phi) = st.friction_angle {
                 self.set_friction(phi);
             }
-            if let Some(c) = &mut self.cell {
+            if let Some(c) = self.engines.get_mut::<CellEngine>() {
                 if st.reset_strain {
                     c.trsf = M3::identity();
                 }
@@ -573,7 +607,7 @@ impl Simulation {
                 self.stage_cpu = crate::usage::cpu_seconds();
             }
         }
-        let stage = self.cell.as_ref().and_then(|c| c.current());
+        let stage = self.engines.get::<CellEngine>().and_then(|c| c.current());
         let yade = stage.is_some_and(|s| s.servo == crate::engines::cell::Servo::Yade);
         let shear = stage.is_some_and(|s| s.shear_mask.iter().any(|&m| m));
         let m = measure.then(|| self.cell_measure(yade, shear));
@@ -581,7 +615,7 @@ impl Simulation {
         let size = V3::from_fn(|a, _| cell.h.column(a).norm());
         let (dt, volume) = (self.dt, cell.volume());
         let max_span = self.halo - self.skin - self.reach_extra;
-        let Some(c) = &mut self.cell else {
+        let Some(c) = self.engines.get_mut::<CellEngine>() else {
             return Ok(None);
         };
         c.servo(m, size, max_span, dt, volume);
@@ -593,7 +627,7 @@ impl Simulation {
     /// `normal_response`: tangent spring and dashpot), exact sums over the ranks
     /// (the same bits on any layout). Collective; nothing without servo walls.
     fn servo_measure(&mut self) {
-        let Some(sv) = &self.servo else {
+        let Some(sv) = self.engines.get::<ServoWalls>() else {
             return;
         };
         // [F · n of the six box walls, their Σ k_N] (`ServoWalls::slot`): no allocation
@@ -616,7 +650,7 @@ impl Simulation {
         self.comm.sum_exact(&mut sums);
         let f = std::array::from_fn(|s| sums[s].value());
         let k = std::array::from_fn(|s| sums[6 + s].value());
-        if let Some(sv) = &mut self.servo {
+        if let Some(sv) = self.engines.get_mut::<ServoWalls>() {
             sv.measure(&self.walls, f, k);
         }
     }
@@ -627,7 +661,7 @@ impl Simulation {
     /// rank's cumulative exact sums. Contacts that ended now count: a CPM link's last step
     /// dissipates what it stored.
     fn tally_contacts(&mut self) {
-        let Some(book) = &mut self.energy else {
+        let Some(book) = self.engines.get_mut::<EnergyBook>() else {
             return;
         };
         let n = self.ps.n_owned;

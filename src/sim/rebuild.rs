@@ -54,7 +54,7 @@ impl Simulation {
     /// elastic energy `stored` of the deleted ones' contacts ([`Self::flow_contact_energies`])
     /// go to the budget's flow term.
     pub(super) fn pre_exchange(&mut self, stored: Option<[Vec<f64>; 2]>) -> Result<()> {
-        let Some(flow) = &mut self.flow else {
+        let Some(flow) = self.engines.get_mut::<Flow>() else {
             return Ok(());
         };
         if !flow.due(self.step, self.time) {
@@ -99,7 +99,7 @@ impl Simulation {
                 }
             }
         }
-        if let Some(book) = &mut self.energy {
+        if let Some(book) = self.engines.get_mut::<EnergyBook>() {
             book.flow.merge(&carried);
         }
         self.conserved = None;
@@ -112,10 +112,10 @@ impl Simulation {
     /// deleted particles). `None` otherwise.
     pub(super) fn flow_contact_energies(&self) -> Option<[Vec<f64>; 2]> {
         let due = self
-            .flow
-            .as_ref()
+            .engines
+            .get::<Flow>()
             .is_some_and(|f| f.due(self.step, self.time));
-        if !(due && self.energy.is_some()) {
+        if !(due && self.engines.has::<EnergyBook>()) {
             return None;
         }
         let n = self.ps.n_owned;
@@ -197,7 +197,7 @@ impl Simulation {
             .build(ps.n_owned, &self.pairs, &self.wall_pairs, canonical);
         self.reference.clear();
         self.reference.extend_from_slice(&ps.pos[..ps.n_owned]);
-        if let Some(c) = &mut self.cell {
+        if let Some(c) = self.engines.get_mut::<CellEngine>() {
             c.h_ref = self.domain.cell.h;
         }
         for (r, w) in self.wall_ref.iter_mut().zip(&self.walls) {
@@ -284,7 +284,7 @@ impl Simulation {
     /// their bits), and check that the deformation left room for the halo (collective: every
     /// rank holds the same cell).
     pub(super) fn flip_cell(&mut self) -> Result<()> {
-        let Some(c) = &mut self.cell else {
+        let Some(c) = self.engines.get_mut::<CellEngine>() else {
             return Ok(());
         };
         if c.flip && self.domain.cell.flip(self.domain.periodic, 0.5).is_some() {

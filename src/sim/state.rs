@@ -37,49 +37,6 @@ pub struct Restored {
     pub engines: String,
 }
 
-/// The energy budget's cumulative terms on one rank (issue 23; Yade `O.energy`): exact sums,
-/// so that their sum over the ranks has the same bits on any layout. `integ`: the
-/// integrator's ΔKE, work of all forces and of gravity (`integrate::EnergyTally`);
-/// `contact`: the contacts' terms ([`contact::store::PairWork`]: frictional slip work,
-/// viscous work, the boundary's work through the contacts, CPM's normal dissipation);
-/// `flow`: the energy inlets brought in less what outlets took out (kinetic energy of the
-/// particles, elastic energy of the contacts of deleted ones).
-#[derive(Clone, Debug, Default)]
-pub struct EnergyBook {
-    pub integ: integrate::EnergyTally,
-    pub contact: [ExactSum; 4],
-    pub flow: ExactSum,
-}
-
-impl EnergyBook {
-    /// The number of cumulative terms ([`Self::sums`]); checkpoints written before the CPM
-    /// and flow terms hold the first [`Self::N_SUMS_V1`].
-    const N_SUMS: usize = 9;
-    const N_SUMS_V1: usize = 7;
-
-    /// This rank's cumulative terms in one list: [ΔKE, damping, gravity, blocked DOFs' work,
-    /// friction, viscous, boundary, damage, flow] (the checkpoint's order too).
-    pub(super) fn sums(&self) -> Vec<ExactSum> {
-        let flow = std::iter::once(&self.flow);
-        self.integ
-            .0
-            .iter()
-            .chain(&self.contact)
-            .chain(flow)
-            .cloned()
-            .collect()
-    }
-
-    /// Inverse of [`Self::sums`] (a shorter, older list: the missing terms zero).
-    pub(super) fn set_sums(&mut self, sums: &[ExactSum]) {
-        let mut it = sums.iter().cloned();
-        let slots = self.integ.0.iter_mut().chain(&mut self.contact);
-        for (slot, v) in slots.chain(std::iter::once(&mut self.flow)).zip(&mut it) {
-            *slot = v;
-        }
-    }
-}
-
 /// CPM set-up of a simulation whose materials are all CPM.
 #[derive(Clone, Debug)]
 pub struct CpmSim {
@@ -93,31 +50,6 @@ pub struct CpmSim {
     pub links_created: bool,
     /// Number of cohesive links created then (all ranks).
     pub n_links0: u64,
-}
-
-/// Engine/controller state stored in checkpoints (RON text).
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub(crate) struct EngineState {
-    pub(crate) links_created: bool,
-    pub(crate) n_links0: u64,
-    pub(crate) strainer: Option<UniaxialStrainer>,
-    /// Time of the last neighbour rebuild, from which the Verlet bound of the meshes' motion
-    /// counts (scenes with meshes; absent in older files and scenes without: serde default).
-    #[serde(default)]
-    pub(crate) mesh_ref_time: Option<f64>,
-    /// Inlet/outlet counters (scenes with flow engines; absent otherwise: serde default).
-    #[serde(default)]
-    pub(crate) flow: Option<crate::engines::FlowState>,
-    /// The deforming cell: H, gradients, servo (scenes with a `cell`; serde default).
-    #[serde(default)]
-    pub(crate) cell: Option<crate::engines::cell::CellState>,
-    /// The servo walls' last measurement (scenes with `servo_walls`; serde default).
-    #[serde(default)]
-    pub(crate) servo: Option<crate::engines::servo_wall::ServoWalls>,
-    /// The energy budget's cumulative terms summed over all ranks, as exact-sum limbs
-    /// (`EnergyBook::sums`).
-    #[serde(default)]
-    pub(crate) energy: Option<Vec<Vec<i64>>>,
 }
 
 /// The inlets' and outlets' counters in a checkpoint's engine text (`FlowState::counters`):
@@ -137,25 +69,28 @@ impl Simulation {
     /// Engine and controller state as RON text, for checkpoints (empty: no CPM, no engines).
     pub fn engine_state(&self) -> String {
         if self.cpm.is_none()
-            && self.strainer.is_none()
+            && !self.engines.has::<UniaxialStrainer>()
             && self.meshes.is_empty()
-            && self.flow.is_none()
-            && self.cell.is_none()
-            && self.servo.is_none()
-            && self.energy.is_none()
+            && !self.engines.has::<Flow>()
+            && !self.engines.has::<CellEngine>()
+            && !self.engines.has::<ServoWalls>()
+            && !self.engines.has::<EnergyBook>()
         {
             return String::new();
         }
         let e = EngineState {
             links_created: self.cpm.as_ref().is_some_and(|c| c.links_created),
             n_links0: self.cpm.as_ref().map_or(0, |c| c.n_links0),
-            strainer: self.strainer.clone(),
+            strainer: self.engines.get::<UniaxialStrainer>().cloned(),
             mesh_ref_time: (!self.meshes.is_empty()).then(|| self.meshes.ref_time()),
-            flow: self.flow.as_ref().map(|f| f.state()),
-            cell: self.cell.as_ref().map(|c| c.state(&self.domain.cell)),
-            servo: self.servo.clone(),
+            flow: self.engines.get::<Flow>().map(|f| f.state()),
+            cell: self
+                .engines
+                .get::<CellEngine>()
+                .map(|c| c.state(&self.domain.cell)),
+            servo: self.engines.get::<ServoWalls>().cloned(),
             // collective: every rank writes the same text (`io::checkpoint`)
-            energy: self.energy.as_ref().map(|b| {
+            energy: self.engines.get::<EnergyBook>().map(|b| {
                 let mut s = b.sums();
                 self.comm.sum_exact(&mut s);
                 s.iter().map(|x| x.to_limbs()).collect()
@@ -168,11 +103,11 @@ impl Simulation {
     pub fn set_engine_state(&mut self, s: &str) -> Result<()> {
         if s.is_empty() {
             if self.cpm.is_some()
-                || self.strainer.is_some()
-                || self.flow.is_some()
-                || self.cell.is_some()
-                || self.servo.is_some()
-                || self.energy.is_some()
+                || self.engines.has::<UniaxialStrainer>()
+                || self.engines.has::<Flow>()
+                || self.engines.has::<CellEngine>()
+                || self.engines.has::<ServoWalls>()
+                || self.engines.has::<EnergyBook>()
             {
                 return Err(Error::Input(
                     "the checkpoint holds no CPM/strainer/flow/cell state but the scene has them"
@@ -200,8 +135,11 @@ impl Simulation {
                 "the checkpoint and the scene disagree about the strainer".into(),
             ));
         }
-        self.strainer = e.strainer;
-        match (&mut self.flow, &e.flow) {
+        match e.strainer {
+            Some(st) => self.engines.set(st),
+            None => self.engines.remove::<UniaxialStrainer>(),
+        }
+        match (self.engines.get_mut::<Flow>(), &e.flow) {
             (Some(f), Some(s)) => f.set_state(s)?,
             (None, None) => {}
             _ => {
@@ -210,7 +148,7 @@ impl Simulation {
                 ))
             }
         }
-        match (&mut self.energy, &e.energy) {
+        match (self.engines.get_mut::<EnergyBook>(), &e.energy) {
             (Some(b), Some(limbs)) => {
                 // the totals on rank 0, zeros elsewhere: their sum over the ranks is the same
                 *b = EnergyBook::default();
@@ -231,7 +169,7 @@ impl Simulation {
                 ))
             }
         }
-        match (&mut self.cell, &e.cell) {
+        match (self.engines.get_mut::<CellEngine>(), &e.cell) {
             (Some(c), Some(s)) => {
                 c.restore(s, &mut self.domain.cell);
                 // the stages' friction reaches the materials (the contacts have it already)
@@ -246,7 +184,7 @@ impl Simulation {
                 ))
             }
         }
-        match (&mut self.servo, e.servo) {
+        match (self.engines.get_mut::<ServoWalls>(), e.servo) {
             (Some(sv), Some(s)) => {
                 // the scene's parameters, the checkpoint's last measurement
                 (sv.force_n, sv.stiffness) = (s.force_n, s.stiffness);
@@ -269,7 +207,7 @@ impl Simulation {
         let st = ron::from_str::<EngineState>(engines)
             .ok()
             .and_then(|e| e.cell);
-        if let (Some(_), Some(st)) = (&self.cell, st) {
+        if let (Some(_), Some(st)) = (self.engines.get::<CellEngine>(), st) {
             let h_ref = M3::from_fn(|r, k| st.h_ref[r][k]);
             if h_ref != self.domain.cell.h {
                 self.domain.cell.set_h(h_ref);
