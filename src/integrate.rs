@@ -169,6 +169,8 @@ pub struct Advance<'a> {
     want_box: bool,
     /// The deforming cell's homothetic motion (issue 23), if any.
     affine: Option<Affine>,
+    /// Forces and torques the engines add to each particle (`engines::External`), if any.
+    external: Option<(&'a [V3], &'a [V3])>,
 }
 
 /// The mean-field motion of a deforming periodic cell over one step (seed 001 "Deformations
@@ -239,7 +241,15 @@ impl<'a> Advance<'a> {
             kernel: Kernel::detect(),
             want_box,
             affine: None,
+            external: None,
         }
+    }
+
+    /// Add these forces and torques (one per owned particle; the engines', `engines::External`)
+    /// to the contact forces, before gravity; `None` or empty: nothing (no cost).
+    pub fn external(mut self, e: Option<(&'a [V3], &'a [V3])>) -> Self {
+        self.external = e.filter(|(f, t)| f.len() >= self.n && t.len() >= self.n);
+        self
     }
 
     /// Move the particles with a deforming cell's mean field too ([`Affine`]).
@@ -292,6 +302,12 @@ impl<'a> Advance<'a> {
             let p0 = r.start + b0;
             // The contact sums first (each particle's accumulators are read and cleared).
             contacts(p0, &mut f[..n], &mut t[..n]);
+            if let Some((ef, et)) = self.external {
+                for k in 0..n {
+                    f[k] += ef[p0 + k];
+                    t[k] += et[p0 + k];
+                }
+            }
             let gu = if self.damp_gravity {
                 for (f, &m) in f[..n].iter_mut().zip(&self.mass[p0..p0 + n]) {
                     *f += self.g * m;
@@ -665,6 +681,7 @@ pub fn leapfrog<F>(
     record_force: bool,
     want_box: bool,
     affine: Option<Affine>,
+    external: Option<(&[V3], &[V3])>,
     energy: Option<&mut EnergyTally>,
     contacts: F,
 ) -> Moved
@@ -673,7 +690,8 @@ where
 {
     let lf = Advance::new(ps, reference, dt, lambda, g, record_force, want_box)
         .damp_gravity(damp_gravity)
-        .affine(affine);
+        .affine(affine)
+        .external(external);
     let chunks = 0..lf.chunks();
     match energy {
         None => chunks
@@ -759,6 +777,7 @@ mod tests {
                     damp_gravity,
                     true,
                     false,
+                    None,
                     None,
                     None,
                     |_, f, t| {

@@ -51,6 +51,11 @@ pub struct External {
 }
 
 impl External {
+    /// The forces and torques for the integrator, `None` when no engine adds any.
+    pub fn forces(&self) -> Option<(&[V3], &[V3])> {
+        (!self.force.is_empty()).then_some((&self.force[..], &self.torque[..]))
+    }
+
     /// Zeros for `n` owned particles.
     pub fn reset(&mut self, n: usize) {
         for v in [&mut self.force, &mut self.torque] {
@@ -136,6 +141,12 @@ macro_rules! engines {
                 )*
                 k
             }
+            /// The engine's kind, for messages (`ServoWalls`).
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Engine::$v(_) => stringify!($v)),*
+                }
+            }
             fn hooks(&self) -> &dyn Hooks {
                 match self {
                     $(Engine::$v(e) => e),*
@@ -199,6 +210,14 @@ impl Engines {
             .take_while(|x| x.rank() <= e.rank())
             .count();
         self.list.insert(at, e);
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
     }
 
     /// The first engine of kind `T`.

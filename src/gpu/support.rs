@@ -51,7 +51,11 @@ fn unsupported(scene: &Scene) -> Option<(String, String)> {
 
 /// Refuse (exit 2, `file:line:col`) a scene the GPU step cannot run.
 pub fn check_scene(scene: &Scene) -> Result<()> {
-    let Some((path, what)) = unsupported(scene) else {
+    let engine = scene
+        .engines
+        .first()
+        .map(|(path, e)| (path.clone(), format!("the engine {}", e.kind())));
+    let Some((path, what)) = unsupported(scene).or(engine) else {
         return Ok(());
     };
     let locs = Locations::scan(&scene.text);
@@ -87,6 +91,8 @@ pub fn check_simulation(sim: &Simulation) -> Result<()> {
         Some("servo walls")
     } else if sim.engines.has::<crate::engines::energy::EnergyBook>() {
         Some("energy tracking")
+    } else if !sim.engines.is_empty() {
+        Some("engines (controllers, sources, forces)")
     } else if sim.walls.len() > MAX_WALLS {
         Some("more than 16 walls")
     } else {

@@ -2,6 +2,7 @@
 //! ([`locate`]), and construction of the initial state from generators ([`gen`]).
 //! Everything is checked before anything is written (exit code 2 on bad input).
 
+pub mod ctx;
 pub mod gen;
 pub mod locate;
 mod meshes;
@@ -16,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::material::{CpmNamed, FrictMat, HertzMat, HookeMat, Material};
 use crate::particles::{Particle, Particles};
 use crate::V3;
+use ctx::Ctx;
 use locate::Locations;
 use schema::*;
 use source::{Source, SourceLoc, Summary};
@@ -74,72 +76,9 @@ pub struct Scene {
     pub energy: bool,
     /// `output.analysis_region`, validated.
     pub analysis_region: Option<crate::engines::region::Region>,
-}
-
-/// Parse context: turns a field path into a positioned error.
-struct Ctx<'a> {
-    file: &'a Path,
-    locs: Locations,
-}
-
-impl Ctx<'_> {
-    fn err(&self, path: &str, msg: impl std::fmt::Display) -> Error {
-        let (line, col) = self.locs.find(path);
-        Error::Scene {
-            file: self.file.display().to_string(),
-            line,
-            col,
-            msg: format!("{path}: {msg}"),
-        }
-    }
-    fn positive(&self, path: &str, v: f64) -> Result<f64> {
-        if v > 0.0 && v.is_finite() {
-            Ok(v)
-        } else {
-            Err(self.err(path, format!("must be positive and finite, got {v}")))
-        }
-    }
-    fn non_negative(&self, path: &str, v: f64) -> Result<f64> {
-        if v >= 0.0 && v.is_finite() {
-            Ok(v)
-        } else {
-            Err(self.err(path, format!("must be ≥ 0 and finite, got {v}")))
-        }
-    }
-    fn finite3(&self, path: &str, v: Vec3) -> Result<V3> {
-        if v.iter().all(|x| x.is_finite()) {
-            Ok(V3::from(v))
-        } else {
-            Err(self.err(path, format!("components must be finite, got {v:?}")))
-        }
-    }
-    fn material(&self, path: &str, name: &str, mats: &[Material]) -> Result<u16> {
-        mats.iter()
-            .position(|m| m.name() == name)
-            .map(|k| k as u16)
-            .ok_or_else(|| {
-                let known: Vec<&str> = mats.iter().map(|m| m.name()).collect();
-                self.err(
-                    path,
-                    format!("unknown material `{name}` (defined: {known:?})"),
-                )
-            })
-    }
-    fn data_path(&self, path: &str, rel: &str) -> Result<PathBuf> {
-        let base = self.file.parent().unwrap_or(Path::new("."));
-        let p = base.join(rel);
-        match std::fs::metadata(&p) {
-            Ok(m) if m.is_file() => Ok(p),
-            Ok(_) => Err(self.err(
-                path,
-                format!(
-                    "`{}` is not a regular file (a directory, FIFO, socket or device)",
-                    p.display()
-                ),
-            )),
-            Err(_) => Err(self.err(path, format!("file `{}` not found", p.display()))),
-        }
-    }
+    /// The scene's other engines (force engines, ...), validated, each with its field path
+    /// (`forces[0]`); the simulation runs them after the built-in ones.
+    pub engines: Vec<(String, crate::engines::Engine)>,
 }
 
 fn parse_blocked(s: &str) -> std::result::Result<u8, String> {
@@ -498,6 +437,8 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
         check_energy(ctx, &materials, &cell)?;
     }
     let name = scene_name(ctx, &sf.name)?;
+    // the engines of their own files, each from its spec
+    let engines: Vec<(String, crate::engines::Engine)> = Vec::new();
     Ok(Scene {
         name,
         file: ctx.file.to_path_buf(),
@@ -529,6 +470,7 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
         servo_walls,
         energy: sf.energy,
         analysis_region,
+        engines,
     })
 }
 
@@ -1578,6 +1520,10 @@ pub fn restart_incompatibilities(stored: &Scene, given: &Scene) -> Vec<&'static 
         ("strainer", ron_of(&a.strainer) == ron_of(&b.strainer)),
         ("outlets", ron_of(&a.outlets) == ron_of(&b.outlets)),
         ("inlets", ron_of(&a.inlets) == ron_of(&b.inlets)),
+        (
+            "engines",
+            format!("{:?}", stored.engines) == format!("{:?}", given.engines),
+        ),
     ];
     same.iter().filter(|(_, s)| !s).map(|(n, _)| *n).collect()
 }

@@ -219,6 +219,9 @@ impl Simulation {
                 if scene.energy {
                     e.push(EnergyBook::default());
                 }
+                for (_, x) in scene.engines {
+                    e.push(x);
+                }
                 e
             },
             strainer_wanted: scene.strainer.is_some(),

@@ -382,6 +382,7 @@ impl Simulation {
             record,
             self.want_box,
             affine,
+            self.external.forces(),
             self.engines.get_mut::<EnergyBook>().map(|b| &mut b.integ),
             |p0, f, t| gather.take_block(p0, f, t),
         );
@@ -412,7 +413,8 @@ impl Simulation {
             record,
             self.want_box,
         )
-        .damp_gravity(self.damp_gravity);
+        .damp_gravity(self.damp_gravity)
+        .external(self.external.forces());
         let lp = contact::SphereLoop::new(&mut self.pairs, unsafe { &*ps }, &self.mix, self.dt);
         let gather = self.slots.gather();
         let (moved, t2) = unsafe {

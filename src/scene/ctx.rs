@@ -1,0 +1,75 @@
+//! The parse context of a scene: turns a field path (`walls[2].normal`) into a
+//! `file:line:col` error, and the checks every spec's validation uses. Engines, laws and walls
+//! validate their own specs with it (`from_spec`).
+
+use super::locate::Locations;
+use crate::error::{Error, Result};
+use crate::material::Material;
+use crate::V3;
+use std::path::{Path, PathBuf};
+
+/// Parse context: turns a field path into a positioned error.
+pub struct Ctx<'a> {
+    pub file: &'a Path,
+    pub locs: Locations,
+}
+
+impl Ctx<'_> {
+    pub fn err(&self, path: &str, msg: impl std::fmt::Display) -> Error {
+        let (line, col) = self.locs.find(path);
+        Error::Scene {
+            file: self.file.display().to_string(),
+            line,
+            col,
+            msg: format!("{path}: {msg}"),
+        }
+    }
+    pub fn positive(&self, path: &str, v: f64) -> Result<f64> {
+        if v > 0.0 && v.is_finite() {
+            Ok(v)
+        } else {
+            Err(self.err(path, format!("must be positive and finite, got {v}")))
+        }
+    }
+    pub fn non_negative(&self, path: &str, v: f64) -> Result<f64> {
+        if v >= 0.0 && v.is_finite() {
+            Ok(v)
+        } else {
+            Err(self.err(path, format!("must be ≥ 0 and finite, got {v}")))
+        }
+    }
+    pub fn finite3(&self, path: &str, v: [f64; 3]) -> Result<V3> {
+        if v.iter().all(|x| x.is_finite()) {
+            Ok(V3::from(v))
+        } else {
+            Err(self.err(path, format!("components must be finite, got {v:?}")))
+        }
+    }
+    pub fn material(&self, path: &str, name: &str, mats: &[Material]) -> Result<u16> {
+        mats.iter()
+            .position(|m| m.name() == name)
+            .map(|k| k as u16)
+            .ok_or_else(|| {
+                let known: Vec<&str> = mats.iter().map(|m| m.name()).collect();
+                self.err(
+                    path,
+                    format!("unknown material `{name}` (defined: {known:?})"),
+                )
+            })
+    }
+    pub fn data_path(&self, path: &str, rel: &str) -> Result<PathBuf> {
+        let base = self.file.parent().unwrap_or(Path::new("."));
+        let p = base.join(rel);
+        match std::fs::metadata(&p) {
+            Ok(m) if m.is_file() => Ok(p),
+            Ok(_) => Err(self.err(
+                path,
+                format!(
+                    "`{}` is not a regular file (a directory, FIFO, socket or device)",
+                    p.display()
+                ),
+            )),
+            Err(_) => Err(self.err(path, format!("file `{}` not found", p.display()))),
+        }
+    }
+}
