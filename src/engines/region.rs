@@ -1,7 +1,25 @@
-//! Regions of space in which flow engines act (outlets; inlets later): a test of a particle's
-//! centre.
+//! Regions of space in which engines act (outlets, inlets, force engines, the analysis region):
+//! a test of a particle's centre; the spec and its validation.
 
+use crate::error::Result;
+use crate::scene::ctx::Ctx;
 use crate::V3;
+use serde::{Deserialize, Serialize};
+
+/// A region of space as a scene gives it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum RegionSpec {
+    /// Axis-aligned box [m].
+    Box { lo: [f64; 3], hi: [f64; 3] },
+    /// The side of the plane through `point` that `normal` points to (normalised on read).
+    HalfSpace { point: [f64; 3], normal: [f64; 3] },
+    /// Cylinder with axis from `a` to `b` and radius `radius` [m].
+    Cylinder {
+        a: [f64; 3],
+        b: [f64; 3],
+        radius: f64,
+    },
+}
 
 /// A region, validated by the scene (`scene::flow_engines`): boxes with `lo < hi`, unit
 /// normals, cylinders with distinct ends and a positive radius.
@@ -17,6 +35,39 @@ pub enum Region {
 }
 
 impl Region {
+    /// A region (`rp`: its field path) validated: finite numbers, a box with lo < hi, a non-zero
+    /// half-space normal (normalised), a cylinder with distinct ends and a positive radius.
+    pub fn from_spec(ctx: &Ctx, rp: &str, spec: &RegionSpec) -> Result<Region> {
+        Ok(match spec {
+            RegionSpec::Box { lo, hi } => {
+                let (lo, hi) = (ctx.finite3(rp, *lo)?, ctx.finite3(rp, *hi)?);
+                if (0..3).any(|a| lo[a] >= hi[a]) {
+                    return Err(ctx.err(rp, "the box needs lo < hi on every axis"));
+                }
+                Region::Box { lo, hi }
+            }
+            RegionSpec::HalfSpace { point, normal } => {
+                let point = ctx.finite3(rp, *point)?;
+                let n = ctx.finite3(rp, *normal)?;
+                if n.norm_squared() == 0.0 {
+                    return Err(ctx.err(rp, "the normal must not be zero"));
+                }
+                Region::HalfSpace {
+                    point,
+                    normal: n.normalize(),
+                }
+            }
+            RegionSpec::Cylinder { a, b, radius } => {
+                let (a, b) = (ctx.finite3(rp, *a)?, ctx.finite3(rp, *b)?);
+                if (b - a).norm_squared() == 0.0 {
+                    return Err(ctx.err(rp, "the axis ends a and b must differ"));
+                }
+                let radius = ctx.positive(rp, *radius)?;
+                Region::Cylinder { a, b, radius }
+            }
+        })
+    }
+
     /// The point `x` lies in the region (boundary included).
     pub fn contains(&self, x: &V3) -> bool {
         match self {

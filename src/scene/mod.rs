@@ -336,7 +336,11 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
     }
     check_checkpoint(ctx, &sf.checkpoint)?;
     let analysis_region = match &sf.output.analysis_region {
-        Some(r) => Some(region(ctx, "output.analysis_region", r)?),
+        Some(r) => Some(crate::engines::region::Region::from_spec(
+            ctx,
+            "output.analysis_region",
+            r,
+        )?),
         None => None,
     };
     let laws: Vec<_> = materials.iter().filter_map(|m| m.frict_law()).collect();
@@ -831,7 +835,8 @@ fn flow_engines(
         if o.every == 0 {
             return Err(ctx.err(&format!("{p}.every"), "must be ≥ 1"));
         }
-        let region = region(ctx, &format!("{p}.region"), &o.region)?;
+        let region =
+            crate::engines::region::Region::from_spec(ctx, &format!("{p}.region"), &o.region)?;
         out.push(FlowEngine::Outlet(Outlet::new(
             o.name.clone(),
             region,
@@ -861,40 +866,6 @@ fn flow_engines(
         out.push(FlowEngine::Inlet(i));
     }
     Ok(out)
-}
-
-/// A region (`rp`: its field path) validated: finite numbers, a box with lo < hi, a non-zero
-/// half-space normal (normalised), a cylinder with distinct ends and a positive radius.
-fn region(ctx: &Ctx, rp: &str, spec: &RegionSpec) -> Result<crate::engines::region::Region> {
-    use crate::engines::region::Region;
-    Ok(match spec {
-        RegionSpec::Box { lo, hi } => {
-            let (lo, hi) = (ctx.finite3(rp, *lo)?, ctx.finite3(rp, *hi)?);
-            if (0..3).any(|a| lo[a] >= hi[a]) {
-                return Err(ctx.err(rp, "the box needs lo < hi on every axis"));
-            }
-            Region::Box { lo, hi }
-        }
-        RegionSpec::HalfSpace { point, normal } => {
-            let point = ctx.finite3(rp, *point)?;
-            let n = ctx.finite3(rp, *normal)?;
-            if n.norm_squared() == 0.0 {
-                return Err(ctx.err(rp, "the normal must not be zero"));
-            }
-            Region::HalfSpace {
-                point,
-                normal: n.normalize(),
-            }
-        }
-        RegionSpec::Cylinder { a, b, radius } => {
-            let (a, b) = (ctx.finite3(rp, *a)?, ctx.finite3(rp, *b)?);
-            if (b - a).norm_squared() == 0.0 {
-                return Err(ctx.err(rp, "the axis ends a and b must differ"));
-            }
-            let radius = ctx.positive(rp, *radius)?;
-            Region::Cylinder { a, b, radius }
-        }
-    })
 }
 
 /// The summary of a scene without spheres, from its inlets (the spheres to come): radius

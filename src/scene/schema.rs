@@ -570,16 +570,7 @@ pub enum RateSpec {
     Fill(u64),
 }
 
-/// A region of space (`engines/region.rs`).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub enum RegionSpec {
-    /// Axis-aligned box [m].
-    Box { lo: Vec3, hi: Vec3 },
-    /// The side of the plane through `point` that `normal` points to (normalised on read).
-    HalfSpace { point: Vec3, normal: Vec3 },
-    /// Cylinder with axis from `a` to `b` and radius `radius` [m].
-    Cylinder { a: Vec3, b: Vec3, radius: f64 },
-}
+pub use crate::engines::region::RegionSpec;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename = "Wall")]
