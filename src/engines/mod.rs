@@ -27,6 +27,7 @@
 pub mod cell;
 pub mod energy;
 pub mod flow;
+pub mod force;
 pub mod inlet;
 pub mod outlet;
 pub mod region;
@@ -191,6 +192,7 @@ engines! {
     ServoWalls(servo_wall::ServoWalls),
     Cell(cell::CellEngine),
     Energy(energy::EnergyBook),
+    Force(force::ForceEngine),
 }
 
 /// The engines of a simulation, in the order their hooks run.

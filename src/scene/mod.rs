@@ -442,7 +442,12 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
     }
     let name = scene_name(ctx, &sf.name)?;
     // the engines of their own files, each from its spec
-    let engines: Vec<(String, crate::engines::Engine)> = Vec::new();
+    let mut engines: Vec<(String, crate::engines::Engine)> = Vec::new();
+    for (k, f) in sf.forces.iter().enumerate() {
+        let p = format!("forces[{k}]");
+        let e = crate::engines::force::ForceEngine::from_spec(ctx, &p, f)?;
+        engines.push((p, e.into()));
+    }
     Ok(Scene {
         name,
         file: ctx.file.to_path_buf(),

@@ -102,6 +102,10 @@ pub struct SceneFile {
     /// dissipated by friction, dashpots and damping, work of gravity and of the boundary.
     #[serde(default, alias = "trackEnergy")]
     pub energy: bool,
+    /// External forces and torques on selected particles (`engines/force.rs`; Yade
+    /// `ForceEngine`, LAMMPS `fix addforce`; default none).
+    #[serde(default)]
+    pub forces: Vec<crate::engines::force::ForceSpec>,
 }
 
 /// The deforming periodic cell (`engines/cell.rs`; Yade `Cell` + `PeriTriaxController`).
