@@ -9,6 +9,7 @@ pub mod facet;
 pub mod geom;
 pub mod law;
 pub mod store;
+pub mod wall;
 
 use crate::forces::{ForceSlots, SlotWriter};
 use crate::material::MixTable;
@@ -20,30 +21,10 @@ use law::linear::CundallStrack;
 use law::FrictLawKind;
 use rayon::prelude::*;
 use store::{CpmHist, FrictState, PairForce, PairList, PairWork, Shared};
+pub use wall::Wall;
 
 /// Wall pairs per rayon task: large enough to amortise scheduling, small enough to balance.
 pub const CHUNK: usize = 2048;
-
-/// A plane wall, replicated on every rank (ARCHITECTURE.md "Walls").
-#[derive(Clone, Debug, PartialEq)]
-pub struct Wall {
-    /// A point of the plane at the current time.
-    pub point: V3,
-    /// Unit normal pointing into the region where the spheres are (digest A5.1, one-sided wall).
-    pub normal: V3,
-    /// Constant prescribed velocity.
-    pub vel: V3,
-    pub material: u16,
-}
-
-impl Wall {
-    /// u_N = (c − p) · n − r of a sphere at `c` of radius `r`: negative in penetration (digest
-    /// A5.1).
-    #[inline(always)]
-    pub fn gap(&self, c: V3, r: f64) -> f64 {
-        (c - self.point).dot(&self.normal) - r
-    }
-}
 
 /// Reduced mass m1 m2 / (m1 + m2).
 #[inline]
@@ -555,8 +536,8 @@ pub fn wall_pair(
     work: Option<&mut PairWork>,
 ) -> PairForce {
     let r = ps.radius[i];
-    let n = wall.normal;
-    let u_n = wall.gap(ps.pos[i], r);
+    let g = wall.geom(ps.pos[i], r);
+    let (n, u_n) = (g.n, g.u_n);
     if u_n > 0.0 {
         end_wall_contact(active, m_roll);
         return PairForce::default();
@@ -578,10 +559,11 @@ pub fn wall_pair(
         Some((g, o)) => g * (ps.pos[i] - o),
     };
     let v2 = ps.vel[i] + v_mean;
-    let v12 = geom::relative_velocity(wall.vel, V3::zeros(), 0.0, v2, w2, r, n);
+    // the wall's surface moves at g.v at the contact point (lever arm 0 from the wall's side)
+    let v12 = geom::relative_velocity(g.v, g.w, 0.0, v2, w2, r, n);
     // the boundary's part of the relative motion: the mean field less the wall's motion
-    let energy = work.map(|w| (v_mean - wall.vel, w));
-    let w = (V3::zeros(), w2);
+    let energy = work.map(|w| (v_mean - g.v, w));
+    let w = (g.w, w2);
     let (f, t2) = wall_contact(st, m_roll, n, u_n, v12, w, ps, i, mix, dt, energy);
     PairForce {
         f,

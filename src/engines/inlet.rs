@@ -308,7 +308,7 @@ impl Inlet {
                 self.tries += 1;
                 let c = place(&self.region, r, [0, 1, 2].map(|k| self.uniform(seq, a, k)));
                 // clear of the walls (one-sided planes, normal towards the spheres)
-                if walls.iter().any(|w| (c - w.point).dot(&w.normal) < r) {
+                if walls.iter().any(|w| w.gap(c, r) < 0.0) {
                     continue;
                 }
                 let cc = cell(&c);

@@ -143,8 +143,8 @@ impl ServoWalls {
         for a in (0..3).filter(|&a| !self.controls(a)) {
             if let Some((lo, hi)) = self.walls[a] {
                 let v = 0.5 * self.spec.strain_rate[a] * edges[a];
-                walls[lo].vel = walls[lo].normal * -v;
-                walls[hi].vel = walls[hi].normal * -v;
+                walls[lo].vel = walls[lo].direction() * -v;
+                walls[hi].vel = walls[hi].direction() * -v;
             }
         }
         if !self.measured {
@@ -162,7 +162,7 @@ impl ServoWalls {
                 } else {
                     cap * excess.signum()
                 };
-                walls[w].vel = walls[w].normal * ((1.0 - self.spec.wall_damping) * d / dt);
+                walls[w].vel = walls[w].direction() * ((1.0 - self.spec.wall_damping) * d / dt);
             }
         }
     }
@@ -185,12 +185,7 @@ mod tests {
     use super::*;
 
     fn wall(p: [f64; 3], n: [f64; 3]) -> Wall {
-        Wall {
-            point: V3::from(p),
-            normal: V3::from(n),
-            vel: V3::zeros(),
-            material: 0,
-        }
+        Wall::plane(V3::from(p), V3::from(n), V3::zeros(), 0)
     }
 
     /// A 2 × 3 × 4 box; the z walls pushed with 60 N (σ_zz = −10 Pa on 6 m²), goal −20 Pa on

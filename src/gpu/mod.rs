@@ -513,7 +513,10 @@ impl GpuStep {
         for (k, w) in self.walls.iter().enumerate() {
             self.p.walls[k] = DemWall {
                 p: [w.point.x, w.point.y, w.point.z],
-                n: [w.normal.x, w.normal.y, w.normal.z],
+                n: {
+                    let n = w.plane_normal().unwrap_or_default();
+                    [n.x, n.y, n.z]
+                },
                 v: [w.vel.x, w.vel.y, w.vel.z],
                 mat: w.material as u32,
                 pad: 0,

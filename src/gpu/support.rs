@@ -47,6 +47,10 @@ fn unsupported(scene: &Scene) -> Option<(String, String)> {
             &format!("more than {MAX_WALLS} walls"),
         )
     })
+    .or_else(|| {
+        let k = scene.walls.iter().position(|w| w.plane_normal().is_none());
+        k.map(|k| (format!("walls[{k}]"), "walls other than planes".to_string()))
+    })
 }
 
 /// Refuse (exit 2, `file:line:col`) a scene the GPU step cannot run.
@@ -95,6 +99,8 @@ pub fn check_simulation(sim: &Simulation) -> Result<()> {
         Some("engines (controllers, sources, forces)")
     } else if sim.walls.len() > MAX_WALLS {
         Some("more than 16 walls")
+    } else if sim.walls.iter().any(|w| w.plane_normal().is_none()) {
+        Some("walls other than planes")
     } else {
         None
     };

@@ -692,15 +692,15 @@ fn write_root_attrs(f: &File, i: &CheckpointInfo) -> hdf5::Result<()> {
     Ok(())
 }
 
-/// Walls (replicated on every rank: written by rank 0's block only): point, normal, vel,
-/// ref_point as flat rows.
+/// Walls (replicated on every rank: written by rank 0's block only): point, normal (a
+/// plane's; another shape's direction, `Wall::direction`), vel, ref_point as flat rows.
 fn wall_rows(sim: &Simulation) -> [Vec<f64>; 4] {
     let flat =
         |v: &mut dyn Iterator<Item = V3>| -> Vec<f64> { v.flat_map(|x| [x.x, x.y, x.z]).collect() };
     let w = &sim.walls;
     [
         flat(&mut w.iter().map(|w| w.point)),
-        flat(&mut w.iter().map(|w| w.normal)),
+        flat(&mut w.iter().map(|w| w.direction())),
         flat(&mut w.iter().map(|w| w.vel)),
         flat(&mut sim.wall_reference().iter().copied()),
     ]

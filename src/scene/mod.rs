@@ -505,7 +505,10 @@ fn servo_walls(
     if !(0.0..1.0).contains(&sv.wall_damping) {
         return Err(ctx.err("servo_walls.wall_damping", "must be in [0, 1)"));
     }
-    let along = |w: &Wall, a: usize, sign: f64| (w.normal[a] * sign - 1.0).abs() < 1e-12;
+    let along = |w: &Wall, a: usize, sign: f64| {
+        w.plane_normal()
+            .is_some_and(|n| (n[a] * sign - 1.0).abs() < 1e-12)
+    };
     let mut pairs = [None; 3];
     for (a, pair) in pairs.iter_mut().enumerate() {
         let find = |sign: f64| {
@@ -663,6 +666,14 @@ fn cell_spec(
             ));
         }
         for (w, wall) in sf.walls.iter().enumerate() {
+            #[allow(irrefutable_let_patterns)]
+            let WallSpec::Wall(wall) = wall
+            else {
+                return Err(ctx.err(
+                    &format!("walls[{w}]"),
+                    "a deforming cell takes plane walls only",
+                ));
+            };
             if (0..3).any(|a| p[a] && wall.normal[a] != 0.0) {
                 return Err(ctx.err(
                     &format!("walls[{w}].normal"),
@@ -1759,42 +1770,8 @@ fn build_walls(ctx: &Ctx, specs: &[WallSpec], mats: &[Material]) -> Result<Vec<W
     }
     let mut out: Vec<Wall> = Vec::new();
     for (k, w) in specs.iter().enumerate() {
-        let p = format!("walls[{k}]");
-        let point = ctx.finite3(&format!("{p}.point"), w.point)?;
-        let normal = ctx.finite3(&format!("{p}.normal"), w.normal)?;
-        let vel = ctx.finite3(&format!("{p}.velocity"), w.velocity)?;
-        if normal.norm() == 0.0 {
-            return Err(ctx.err(&format!("{p}.normal"), "must not be zero"));
-        }
-        let normal = normal.normalize();
-        let unit = (normal.norm() - 1.0).abs() < 1e-9;
-        if !unit {
-            // |n|² overflowed (components ~1e200): normalising gave 0 or NaN
-            return Err(ctx.err(
-                &format!("{p}.normal"),
-                "too large to normalise: give a unit vector",
-            ));
-        }
-        let material = ctx.material(&format!("{p}.material"), &w.material, mats)?;
-        for (m, o) in out.iter().enumerate() {
-            let c = normal.dot(&o.normal);
-            let gap = (point - o.point).dot(&o.normal);
-            if c > 1.0 - 1e-12 && gap.abs() <= 1e-12 * (1.0 + point.norm()) {
-                return Err(ctx.err(&p, format!("overlaps walls[{m}]: same plane and side")));
-            }
-            if c < -1.0 + 1e-12 && gap <= 0.0 {
-                return Err(ctx.err(
-                    &p,
-                    format!("overlaps walls[{m}]: the two facing walls leave no room between them"),
-                ));
-            }
-        }
-        out.push(Wall {
-            point,
-            normal,
-            vel,
-            material,
-        });
+        let wall = Wall::from_spec(ctx, &format!("walls[{k}]"), w, mats, &out)?;
+        out.push(wall);
     }
     Ok(out)
 }
@@ -1906,10 +1883,7 @@ impl Scan<'_> {
 
     /// A centre at `x` behind a wall or outside the given domain (non-periodic axes).
     fn misplaced_at(&self, x: &V3, what: impl Fn() -> String) -> Option<Misplaced> {
-        let behind = self
-            .walls
-            .iter()
-            .position(|w| (x - w.point).dot(&w.normal) < 0.0);
+        let behind = self.walls.iter().position(|w| w.gap(*x, 0.0) < 0.0);
         let outside = self.domain.as_ref().is_some_and(|d| {
             (0..3).any(|a| !d.periodic[a] && !(d.lo[a]..=d.hi[a]).contains(&x[a]))
         });
@@ -2428,8 +2402,14 @@ fn replicate(
     let size = domain.size();
     let span = V3::from_fn(|a, _| (rep[a] - 1) as f64 * size[a]);
     for (k, w) in walls.iter_mut().enumerate() {
+        let Some(n) = w.plane_normal() else {
+            return Err(ctx.err(
+                &format!("walls[{k}]"),
+                "with `replicate` the walls must be planes",
+            ));
+        };
         for a in (0..3).filter(|&a| rep[a] > 1) {
-            let c = w.normal[a];
+            let c = n[a];
             if c < -1.0 + 1e-12 {
                 w.point[a] += span[a];
             } else if c.abs() > 1e-12 && c < 1.0 - 1e-12 {

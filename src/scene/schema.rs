@@ -576,18 +576,7 @@ pub enum RateSpec {
 
 pub use crate::engines::region::RegionSpec;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename = "Wall")]
-pub struct WallSpec {
-    /// A point of the plane [m].
-    pub point: Vec3,
-    /// Normal pointing towards the spheres (normalised on read).
-    pub normal: Vec3,
-    pub material: String,
-    /// Constant prescribed velocity [m/s] (default fixed).
-    #[serde(default = "zero3")]
-    pub velocity: Vec3,
-}
+pub use crate::contact::wall::WallSpec;
 
 /// A rigid triangle mesh from an STL file (ASCII or binary): x = R (scale x_file) + translate,
 /// then moved by `motion` (a closed-form function of time).

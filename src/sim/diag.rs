@@ -483,13 +483,14 @@ impl Simulation {
         let (f_n, f_t) = split(f_wall, n);
         let (point, overlap, u_n) = match self.walls.get(w) {
             Some(wall) => {
-                let gap = wall.gap(ps.pos[i], r);
-                let v = ps.vel[i] - wall.vel
+                let g = wall.geom(ps.pos[i], r);
+                let gap = g.u_n;
+                let v = ps.vel[i] - g.v
                     + pairs
                         .grad
                         .map_or(V3::zeros(), |g| g * (ps.pos[i] - pairs.grad_origin));
-                let point = ps.pos[i] - wall.normal * (r + 0.5 * gap);
-                (point, -gap, gap - v.dot(&wall.normal) * self.dt)
+                let point = ps.pos[i] - g.n * (r + 0.5 * gap);
+                (point, -gap, gap - v.dot(&g.n) * self.dt)
             }
             None => {
                 let h = &self.facets.hit[k];

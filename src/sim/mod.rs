@@ -644,7 +644,7 @@ impl Simulation {
             };
             let i = self.wall_pairs.i[k] as usize;
             let wall = &self.walls[w];
-            sums[s].add(self.slots.wall_force(k).dot(&wall.normal));
+            sums[s].add(self.slots.wall_force(k).dot(&wall.direction()));
             let u_n = wall.gap(ps.pos[i], ps.radius[i]).min(0.0);
             let phys = &self.wall_pairs.state[k].phys;
             sums[6 + s].add(law.normal_response(phys, u_n, self.dt));
