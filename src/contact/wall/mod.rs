@@ -10,6 +10,7 @@
 //! Adding a shape: a file with its type (an impl of [`ShapeOf`]), its spec (the RON variant's
 //! fields) and `from_spec`, and one arm of the `shapes!` list below.
 
+pub mod cylinder;
 pub mod plane;
 
 use crate::error::Result;
@@ -118,6 +119,7 @@ macro_rules! shapes {
 
 shapes! {
     Wall(plane::Plane, plane::PlaneSpec),
+    Cylinder(cylinder::Cylinder, cylinder::CylinderSpec),
 }
 
 impl Wall {
