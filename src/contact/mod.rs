@@ -8,6 +8,7 @@ mod cpm_batch;
 pub mod facet;
 pub mod geom;
 pub mod law;
+pub mod model;
 pub mod store;
 pub mod wall;
 
@@ -19,6 +20,7 @@ pub use cpm_batch::CpmTable;
 use law::cpm::{self, CpmMat, CpmPhys, CpmState};
 use law::linear::CundallStrack;
 use law::FrictLawKind;
+pub use model::{CpmSim, PairModel};
 use rayon::prelude::*;
 use store::{CpmHist, FrictState, PairForce, PairList, PairWork, Shared};
 pub use wall::Wall;

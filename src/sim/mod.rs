@@ -9,6 +9,7 @@ mod diag;
 mod rebuild;
 mod state;
 
+pub use crate::contact::CpmSim;
 use crate::engines::cell::CellEngine;
 use crate::engines::energy::EnergyBook;
 use crate::engines::servo_wall::ServoWalls;
@@ -19,7 +20,7 @@ use crate::sched::with_keep_awake;
 pub(crate) use build::setup_stop;
 pub(crate) use diag::unbalanced_force;
 pub use diag::{Budget, ContactView, LinkStats, Network, Stats};
-pub use state::{flow_counters, CpmSim, Restored, Timers};
+pub use state::{flow_counters, Restored, Timers};
 
 use crate::collide::{self, CellGrid};
 use crate::contact::facet::FacetPairs;
@@ -276,10 +277,29 @@ impl Simulation {
         )
     }
 
-    /// One time step (see [`Self::step`]).
+    /// One time step (see [`Self::step`]): the fixed choreography, in LAMMPS `Verlet::run`'s
+    /// order, each engine hook at its named point (`engines`), every phase timed.
     fn advance(&mut self) -> Result<()> {
         let t0 = Instant::now();
-        // an engine due now acts at this step's rebuild (`pre_exchange`)
+        self.rebuild_if_due(t0)?; // with the engines' `pre_exchange`
+        let t1 = Instant::now();
+        let record = self.record_forces || self.engines.records_forces();
+        self.pre_force()?;
+        if self.fusable() {
+            // contacts and integration in one parallel region (`sched`)
+            let out = self.slots.writer(record);
+            return self.fused_step(self.slots.task_plan(out), record, t1);
+        }
+        self.contacts(record);
+        let affine = self.post_force()?;
+        let t2 = Instant::now();
+        let moved = self.integrate(record, affine);
+        self.timers.contact += t2 - t1;
+        self.finish_step(moved, t2) // walls, ghosts, the Verlet trigger, `end_of_step`
+    }
+
+    /// A rebuild if the last step's Verlet trigger asked for one or an engine acts now.
+    fn rebuild_if_due(&mut self, t0: Instant) -> Result<()> {
         if self.engines.wants_rebuild(self.step, self.time) {
             if !self.need_rebuild {
                 self.rebuild_why = "a flow engine (inlet, outlet) acts at this step".into();
@@ -292,13 +312,12 @@ impl Simulation {
             let t_comm = self.timers.comm - c0;
             self.timers.collide += t0.elapsed().saturating_sub(t_comm);
         }
-        let t1 = Instant::now();
-        let cell_due = self
-            .engines
-            .get::<CellEngine>()
-            .is_some_and(|c| c.wants_measure());
-        let record = self.record_forces || self.engines.records_forces();
-        // pre_force: the engines' prescribed velocities, wall motions, external forces
+        Ok(())
+    }
+
+    /// `pre_force`: the engines' prescribed velocities, wall motions and external forces; the
+    /// energy book's per-pair entries zeroed.
+    fn pre_force(&mut self) -> Result<()> {
         self.engines.pre_force(&mut StepView {
             step: self.step,
             time: self.time,
@@ -308,9 +327,6 @@ impl Simulation {
             comm: &self.comm,
             external: &mut self.external,
         })?;
-        let out = self.slots.writer(record);
-        let sl = &self.slots;
-        let tasks = self.slots.task_ranges().len();
         if self.engines.has::<EnergyBook>() {
             // zeros for the pairs the loops skip (apart, and were)
             for list in [&mut self.pairs, &mut self.wall_pairs] {
@@ -318,38 +334,40 @@ impl Simulation {
                 list.work.resize(list.len(), [0.0; 4]);
             }
         }
-        if self.fuse
-            && tasks >= 2
-            && self.cpm.is_none()
+        Ok(())
+    }
+
+    /// The fused contact–integrator step applies: default mode with two to four accumulator
+    /// tasks, the frictional model, and nothing between the contacts and the integrator (no
+    /// wall contacts, no post_force measurement: the cell's servo, the energy book's tally).
+    fn fusable(&self) -> bool {
+        self.fuse
+            && self.slots.task_ranges().len() >= 2
+            && self.pair_model().frictional()
             && !self.engines.has::<CellEngine>()
             && !self.engines.has::<EnergyBook>()
             && self.wall_pairs.is_empty()
             && !self.slots.canonical()
-        {
-            return self.fused_step(self.slots.task_plan(out), record, t1);
-        }
-        let (ps, mix, dt) = (&self.ps, &self.mix, self.dt);
+    }
+
+    /// The scene's pair model ([`contact::PairModel`]).
+    fn pair_model(&self) -> contact::PairModel<'_> {
+        contact::PairModel::of(&self.mix, self.cpm.as_ref(), self.skin)
+    }
+
+    /// The contact loops: sphere pairs by the pair model, plane walls and mesh facets by the
+    /// scene's frictional law, forces into the accumulators and slots.
+    fn contacts(&mut self, record: bool) {
+        let out = self.slots.writer(record);
+        let model = contact::PairModel::of(&self.mix, self.cpm.as_ref(), self.skin);
+        let (ps, mix, dt, sl) = (&self.ps, &self.mix, self.dt, &self.slots);
         let (pairs, wall_pairs, walls) = (&mut self.pairs, &mut self.wall_pairs, &self.walls);
         let (meshes, facets) = (&self.meshes, &mut self.facets);
-        let (cpm, skin) = (&self.cpm, self.skin);
         // Sphere and wall pairs write disjoint buffers: one parallel region for both, so that
         // no sequential gap lets an idle worker fall asleep between them (waking one costs
         // tens of µs, measured: bench/RESULTS.md "Threads").
         rayon::join(
-            || match cpm {
-                None => contact::sphere_pairs(pairs, sl, out, ps, mix, dt),
-                Some(c) => {
-                    let cs = contact::CpmStep {
-                        link_factor: if c.links_created {
-                            0.0
-                        } else {
-                            c.interaction_radius
-                        },
-                        max_stretch: 0.5 * skin,
-                    };
-                    contact::cpm_pairs(pairs, sl, out, ps, &c.mats, &c.table, dt, cs)
-                }
-            },
+            || model.run(pairs, sl, out, ps, dt),
             || {
                 contact::wall_pairs(wall_pairs, &sl.wall_slot, out, ps, walls, mix, dt);
                 let nw = walls.len();
@@ -367,12 +385,24 @@ impl Simulation {
             },
         );
         self.slots.fold_deferred();
+    }
+
+    /// `post_force`: the measurements of the step's forces — the energy book's tally, the
+    /// servo walls', the cell's stress and servo (its mean field for the integrator).
+    fn post_force(&mut self) -> Result<Option<integrate::Affine>> {
         self.tally_contacts();
         self.servo_measure();
-        let affine = self.cell_servo(cell_due)?;
-        let t2 = Instant::now();
+        let cell_due = self
+            .engines
+            .get::<CellEngine>()
+            .is_some_and(|c| c.wants_measure());
+        self.cell_servo(cell_due)
+    }
+
+    /// The force gather and the leapfrog of the owned particles (`integrate`).
+    fn integrate(&mut self, record: bool, affine: Option<integrate::Affine>) -> integrate::Moved {
         let gather = self.slots.gather();
-        let moved = integrate::leapfrog(
+        integrate::leapfrog(
             &mut self.ps,
             &self.reference,
             self.dt,
@@ -385,9 +415,7 @@ impl Simulation {
             self.external.forces(),
             self.engines.get_mut::<EnergyBook>().map(|b| &mut b.integ),
             |p0, f, t| gather.take_block(p0, f, t),
-        );
-        self.timers.contact += t2 - t1;
-        self.finish_step(moved, t2)
+        )
     }
 
     /// [`Self::advance`] from the contact loop on in one parallel region (`sched`): default

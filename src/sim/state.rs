@@ -37,21 +37,6 @@ pub struct Restored {
     pub engines: String,
 }
 
-/// CPM set-up of a simulation whose materials are all CPM.
-#[derive(Clone, Debug)]
-pub struct CpmSim {
-    /// CPM parameters per material index.
-    pub mats: Vec<CpmMat>,
-    /// Their pair constants (`contact::cpm_pairs`).
-    pub table: contact::CpmTable,
-    /// Interaction radius R_I of the initial step (thesis eq. 2.23).
-    pub interaction_radius: f64,
-    /// The initial cohesive network has been created (after the first step).
-    pub links_created: bool,
-    /// Number of cohesive links created then (all ranks).
-    pub n_links0: u64,
-}
-
 /// The inlets' and outlets' counters in a checkpoint's engine text (`FlowState::counters`):
 /// `None` for a text without flow engines (empty, or a scene without them); `Err` when the
 /// text does not parse.
