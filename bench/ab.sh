@@ -74,8 +74,10 @@ done
 echo "== speed: $TIME_STEPS steps, median of $REPEAT alternating runs" >&2
 printf '%-14s %10s %10s %8s\n' scene old_s new_s new/old
 for s in $TIME_SCENES; do
-    f="$OUT/$s.time.ron"
-    if [ "${ENERGY:-0}" = 1 ]; then
+    # beside the scene, so that its data paths (relative to it) hold
+    f="$ROOT/scenes/.ab_$s.time.ron"
+    trap 'rm -f "$ROOT"/scenes/.ab_*.time.ron' EXIT
+    if [ "${ENERGY:-0}" = 1 ] && ! grep -q '^ *energy: *true' "scenes/$s.ron"; then
         sed -e "s#^Scene(#Scene(\n    energy: true,#" "scenes/$s.ron" > "$f"
     else
         cp "scenes/$s.ron" "$f"
@@ -92,6 +94,9 @@ for s in $TIME_SCENES; do
             if [ "$who" = old ]; then t_old+=("$t"); else t_new+=("$t"); fi
         done
     done
+    # the timed runs too must agree to the bit (with ENERGY=1: the energy columns)
+    cmp -s "$OUT/$s.time.old/series.csv" "$OUT/$s.time.new/series.csv" ||
+        { echo "$s: timed runs' series.csv DIFFERS" >&2; differs=1; }
     "$PY" -s -c '
 import statistics, sys
 s, a, b = sys.argv[1], [float(x) for x in sys.argv[2].split()], [float(x) for x in sys.argv[3].split()]

@@ -23,10 +23,11 @@
 use super::law::rolling::{RollModel, Rolling};
 use super::law::FrictPhys;
 use super::law::{self, FrictLaw};
+use super::store::FrictState;
 #[cfg(doc)]
 use super::store::PairList;
-use super::store::{FrictState, PairWork};
 use super::{branch_at, geom, reduced_mass, PairsView};
+use crate::domain::exact::ExactSum;
 use crate::forces::SlotWriter;
 use crate::kernel::Kernel;
 use crate::material::MixTable;
@@ -293,8 +294,9 @@ impl Lanes {
     /// Energy tracking: each lane's frictional and viscous work ([`law::contact_energy`]: the
     /// law's and the rolling resistance's; `m_roll` the range's old moment histories, empty
     /// without) and the mean field's work on the contact, F · (L l) Δt (the boundary's work
-    /// through this contact), into `work` (the range's per-pair entries, zeroed by the caller
-    /// before the loops: a contact that ends keeps its zeros).
+    /// through this contact), added to `sums` ([`PairWork`]'s order) for the contacts whose
+    /// particle 1 is owned (below `n_owned`: each contact once over the ranks). A contact that
+    /// ends adds nothing.
     #[allow(clippy::too_many_arguments)]
     fn energy<L: FrictLaw>(
         &self,
@@ -304,11 +306,12 @@ impl Lanes {
         m: usize,
         dt: f64,
         grad: Option<&crate::M3>,
-        work: &mut [PairWork],
+        n_owned: usize,
+        sums: &mut [ExactSum; 4],
     ) {
         for q in 0..m {
             let k = self.k[q] as usize;
-            if self.u_n[q] > 0.0 {
+            if self.u_n[q] > 0.0 || self.i[q] as usize >= n_owned {
                 continue;
             }
             let g = self.geometry(q);
@@ -329,8 +332,12 @@ impl Lanes {
                 i_r: self.i_r[q],
             };
             let [slip, visc] = law::contact_energy(law, roll, &c, dt);
-            let boundary = grad.map_or(0.0, |m| f.dot(&(m * g.l)) * dt);
-            work[k] = [slip, visc, boundary, 0.0];
+            sums[0].add(slip);
+            sums[1].add(visc);
+            if let Some(m) = grad {
+                // without a mean field it is 0: adding it would change nothing
+                sums[2].add(f.dot(&(m * g.l)) * dt);
+            }
         }
     }
 
@@ -488,10 +495,11 @@ impl PairsView<'_> {
             true => self.pp.range_roll(r.clone()),
             false => &mut [],
         };
-        let work = self.pp.range_work(r.clone());
         let (act, st) = self.pp.range(r);
         let mut b = Lanes::new();
         let grad = self.grad;
+        // energy tracking: this range's exact sums, merged once at its end
+        let mut sums: Option<[ExactSum; 4]> = self.track_energy.then(Default::default);
         self.select_lanes(kernel, base, act, st, ps, mix, &mut b, |b, m, act, st| {
             b.fill(kernel, m, ps, st);
             if let Some(g) = &grad {
@@ -501,14 +509,17 @@ impl PairsView<'_> {
                 b.fill_roll(m, m_roll, ps, roll.model == RollModel::Epsd);
             }
             kernel.run(law, roll, b, dt);
-            if !work.is_empty() {
-                b.energy(law, &roll, m_roll, m, dt, grad.as_ref(), work);
+            if let Some(s) = &mut sums {
+                b.energy(law, &roll, m_roll, m, dt, grad.as_ref(), ps.n_owned, s);
             }
             scatter(b, m, base, act, st, out);
             if !m_roll.is_empty() {
                 scatter_roll(b, m, m_roll);
             }
         });
+        if let Some(s) = &sums {
+            self.work_sum.merge(s);
+        }
     }
 
     /// Pass 1a of the pairs `base..base + act.len()` (contact flags `act`, histories `st`):

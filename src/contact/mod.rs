@@ -112,6 +112,9 @@ struct PairsView<'a> {
     reach2: &'a [f32],
     /// The deforming cell's velocity gradient ([`PairList::grad`]).
     grad: Option<crate::M3>,
+    /// Energy tracking by exact sums ([`PairList::track_energy`], [`PairList::work_sum`]).
+    track_energy: bool,
+    work_sum: &'a store::WorkSum,
     pp: PairsPtr,
 }
 
@@ -139,6 +142,8 @@ impl<'a> PairsView<'a> {
             shifts: &pairs.shifts,
             reach2: &pairs.reach2,
             grad: pairs.grad,
+            track_energy: pairs.track_energy,
+            work_sum: &pairs.work_sum,
         }
     }
 

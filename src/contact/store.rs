@@ -21,6 +21,37 @@ pub struct ContactState {
     pub roll: V3,
 }
 
+/// The exact sums of a step's contact energy terms, shared by the contact loop's tasks (each
+/// merges its own once, at its end: no lock per contact).
+#[derive(Debug, Default)]
+pub struct WorkSum(std::sync::Mutex<[crate::domain::exact::ExactSum; 4]>);
+
+impl Clone for WorkSum {
+    fn clone(&self) -> Self {
+        WorkSum(std::sync::Mutex::new(self.take_clone()))
+    }
+}
+
+impl WorkSum {
+    /// Add a task's sums.
+    pub fn merge(&self, s: &[crate::domain::exact::ExactSum; 4]) {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for (a, b) in g.iter_mut().zip(s) {
+            a.merge(b);
+        }
+    }
+
+    /// The sums so far, reset to zero.
+    pub fn take(&self) -> [crate::domain::exact::ExactSum; 4] {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *g)
+    }
+
+    fn take_clone(&self) -> [crate::domain::exact::ExactSum; 4] {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
 /// Energy tracking: one contact's energy terms of one step [J], in this order: frictional
 /// (shear) slip work, viscous (dashpot) work, the boundary's work through the contact (moving
 /// walls and meshes, the deforming cell's mean field), the normal dissipation of CPM (damage
@@ -188,10 +219,16 @@ pub struct PairList {
     pub shift: Vec<u8>,
     /// H (c₂ − c₁) of each shift code (`shifts[0]` = 0).
     pub shifts: Vec<V3>,
-    /// Energy tracking (scene `energy: true`): per pair, this step's dissipation and boundary
-    /// work ([`PairWork`]; sized and zeroed by the caller before the contact loops, which
-    /// write only the pairs in contact).
+    /// Energy tracking (scene `energy: true`) by the per-pair loops (CPM, walls, facets): per
+    /// pair, this step's dissipation and boundary work ([`PairWork`]; sized and zeroed by the
+    /// caller before the contact loops, which write only the pairs in contact).
     pub work: Vec<PairWork>,
+    /// Energy tracking by the frictional batch loop: it adds its contacts' terms (those whose
+    /// particle 1 is owned) straight into [`Self::work_sum`], exact sums, instead of `work`.
+    pub track_energy: bool,
+    /// The batch loop's energy terms of the step ([`PairWork`]'s order), summed exactly; taken
+    /// by the energy book after the contacts.
+    pub work_sum: WorkSum,
     /// c₂ − c₁ of each shift code, to form `shifts` again when the cell deforms
     /// ([`Self::refresh_shifts`]).
     pub shift_dc: Vec<[i32; 3]>,

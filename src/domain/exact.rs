@@ -33,35 +33,37 @@ impl ExactSum {
         Self::default()
     }
 
+    #[inline]
     pub fn add(&mut self, x: f64) {
         if x == 0.0 {
+            // common (no gravity, no slip): predictable, and cheaper than adding zeros
             return;
         }
-        if !x.is_finite() {
+        let bits = x.to_bits();
+        let exp = ((bits >> 52) & 0x7ff) as usize;
+        if exp == 0x7ff {
+            // NaN or infinity: the sum is that (no exact arithmetic any more)
             self.special = Some(match self.special {
                 Some(s) => s + x,
                 None => x,
             });
             return;
         }
-        let bits = x.to_bits();
-        let exp = ((bits >> 52) & 0x7ff) as i64;
         let frac = bits & ((1u64 << 52) - 1);
-        // x = m · 2^(pos − 1074) with m a 53-bit integer.
-        let (m, pos) = if exp == 0 {
-            (frac, 0)
-        } else {
-            (frac | (1u64 << 52), exp - 1)
+        // x = m · 2^(pos − 1074) with m a 53-bit integer
+        let (m, pos) = match exp {
+            0 => (frac, 0),
+            _ => (frac | (1u64 << 52), exp - 1),
         };
-        let (limb, off) = ((pos / 32) as usize, (pos % 32) as u32);
+        let (limb, off) = (pos / 32, (pos % 32) as u32);
         let v = (m as u128) << off;
-        let neg = bits >> 63 == 1;
-        for k in 0..3 {
-            let part = ((v >> (32 * k)) & 0xffff_ffff) as i64;
-            if part != 0 {
-                self.limbs[limb + k] += if neg { -part } else { part };
-            }
-        }
+        // −1 or +1, no branch on the sign
+        let sign = 1 - 2 * (bits >> 63) as i64;
+        // limb ≤ 2045/32 = 63, so limb + 2 < LIMBS
+        let l = &mut self.limbs[limb..limb + 3];
+        l[0] += sign * (v & 0xffff_ffff) as i64;
+        l[1] += sign * ((v >> 32) & 0xffff_ffff) as i64;
+        l[2] += sign * ((v >> 64) & 0xffff_ffff) as i64;
         self.pending += 1;
         if self.pending >= NORMALISE_EVERY {
             self.normalise();

@@ -328,10 +328,16 @@ impl Simulation {
             external: &mut self.external,
         })?;
         if self.engines.has::<EnergyBook>() {
-            // zeros for the pairs the loops skip (apart, and were)
-            for list in [&mut self.pairs, &mut self.wall_pairs] {
+            // the frictional batch loop sums its contacts' terms exactly as it goes; the
+            // per-pair loops (CPM, walls, facets) write per-pair entries: zeros for the pairs
+            // they skip (apart, and were)
+            let batch = self.cpm.is_none();
+            self.pairs.track_energy = batch;
+            for (list, per_pair) in [(&mut self.pairs, !batch), (&mut self.wall_pairs, true)] {
                 list.work.clear();
-                list.work.resize(list.len(), [0.0; 4]);
+                if per_pair {
+                    list.work.resize(list.len(), [0.0; 4]);
+                }
             }
         }
         Ok(())
@@ -695,7 +701,14 @@ impl Simulation {
             return;
         };
         let n = self.ps.n_owned;
+        for (s, w) in book.contact.iter_mut().zip(&self.pairs.work_sum.take()) {
+            s.merge(w);
+        }
+        // the per-pair loops' entries (CPM, walls, facets); the batch loop summed its own
         for pairs in [&self.pairs, &self.wall_pairs] {
+            if pairs.work.len() != pairs.len() {
+                continue;
+            }
             for k in 0..pairs.len() {
                 // (most pairs are apart: a zero entry skipped at the cost of a compare)
                 if (pairs.i[k] as usize) < n && pairs.work[k] != [0.0; 4] {
