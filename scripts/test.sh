@@ -2,12 +2,27 @@
 # Whole test suite: prerequisites, optimised build (profile `ci`), cargo tests (which may
 # spawn mpirun and that binary), unit and physics tests in a debug build, then
 # syntax + shellcheck of every shell
-# script in the repository.  Exits non-zero if any step fails; all lint steps
+# script in the repository.
+#
+#   scripts/test.sh          the suite (CI: .ci/run)
+#   scripts/test.sh --long   also the long tests (`#[ignore]`d: settling a deposition to rest,
+#                            about four minutes more on 2 cores)  Exits non-zero if any step fails; all lint steps
 # run even after a failure so one run reports everything.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
+
+long=()
+for a in "$@"; do
+    case "$a" in
+    --long) long=(--include-ignored) ;;
+    *)
+        echo "usage: scripts/test.sh [--long]" >&2
+        exit 2
+        ;;
+    esac
+done
 
 if [ "${DEMHPC_SKIP_SETUP:-0}" != 1 ]; then
     scripts/setup.sh
@@ -34,7 +49,7 @@ step() {
 export DEMHPC_REQUIRE_NVRTC=1
 if step "cargo build --profile ci --features gpu" cargo build --profile ci --features gpu; then
     step "cargo test --profile ci --features gpu" \
-        cargo test --profile ci --features gpu -- --test-threads=2 || true
+        cargo test --profile ci --features gpu -- --test-threads=2 "${long[@]}" || true
 else
     failed+=("cargo test --profile ci (not run: build failed)")
 fi

@@ -22,7 +22,8 @@
 //! arm of [`Engine`] (the `engines!` list below). Hooks see the simulation through
 //! [`StepView`]; the engines whose hooks need more of it (the flow engines' migration of
 //! contacts, the cell's stress measurement, the energy book's tally) have that part of their
-//! hook in `sim/` (`Simulation::pre_exchange`, `cell_servo`, `tally_contacts`).
+//! hook in `sim/` (`Simulation::pre_exchange` in `sim/rebuild.rs`; `cell_servo`, `servo_measure`,
+//! `tally_contacts`, `cell_stage_test` in `sim/hooks.rs`).
 
 pub mod cell;
 pub mod energy;

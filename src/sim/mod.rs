@@ -6,6 +6,7 @@
 mod balancing;
 mod build;
 mod diag;
+mod hooks;
 mod rebuild;
 mod state;
 
@@ -316,7 +317,7 @@ impl Simulation {
     }
 
     /// `pre_force`: the engines' prescribed velocities, wall motions and external forces; the
-    /// energy book's per-pair entries zeroed.
+    /// energy book's per-pair entries zeroed (`hooks.rs`).
     fn pre_force(&mut self) -> Result<()> {
         self.engines.pre_force(&mut StepView {
             step: self.step,
@@ -327,19 +328,7 @@ impl Simulation {
             comm: &self.comm,
             external: &mut self.external,
         })?;
-        if self.engines.has::<EnergyBook>() {
-            // the frictional batch loop sums its contacts' terms exactly as it goes; the
-            // per-pair loops (CPM, walls, facets) write per-pair entries: zeros for the pairs
-            // they skip (apart, and were)
-            let batch = self.cpm.is_none();
-            self.pairs.track_energy = batch;
-            for (list, per_pair) in [(&mut self.pairs, !batch), (&mut self.wall_pairs, true)] {
-                list.work.clear();
-                if per_pair {
-                    list.work.resize(list.len(), [0.0; 4]);
-                }
-            }
-        }
+        self.energy_entries();
         Ok(())
     }
 
@@ -393,8 +382,8 @@ impl Simulation {
         self.slots.fold_deferred();
     }
 
-    /// `post_force`: the measurements of the step's forces — the energy book's tally, the
-    /// servo walls', the cell's stress and servo (its mean field for the integrator).
+    /// `post_force`: the measurements of the step's forces (`hooks.rs`) — the energy book's
+    /// tally, the servo walls', the cell's stress and servo (its mean field for the integrator).
     fn post_force(&mut self) -> Result<Option<integrate::Affine>> {
         self.tally_contacts();
         self.servo_measure();
@@ -459,9 +448,28 @@ impl Simulation {
         self.finish_step(moved, t2)
     }
 
-    /// The rest of a step after the integrator (started at `t2`): walls, ghosts, the Verlet
-    /// trigger, stop requests, engines.
+    /// The rest of a step after the integrator (started at `t2`): walls and meshes move, ghosts
+    /// refresh, the ranks agree on the Verlet trigger and the stop requests, `end_of_step`.
     fn finish_step(&mut self, moved: integrate::Moved, t2: Instant) -> Result<()> {
+        let wall_d2 = self.move_boundaries();
+        let t3 = Instant::now();
+        self.refresh_ghosts();
+        let moved = self.agree(moved);
+        self.need_rebuild = self.verlet_trigger(&moved, wall_d2);
+        self.want_box = !self.need_rebuild && collide::box_wanted(moved.d2max, self.skin);
+        self.log_step(&moved, wall_d2);
+        self.step += 1;
+        self.time += self.dt;
+        self.end_of_step()?;
+        let t4 = Instant::now();
+        self.timers.comm += t4 - t3;
+        self.timers.integrate += t3.saturating_duration_since(t2);
+        Ok(())
+    }
+
+    /// Plane walls at their velocities, meshes at their pose of the step's end; returns how
+    /// far the boundary moved since the last rebuild, squared (0 without walls).
+    fn move_boundaries(&mut self) -> f64 {
         let mut wall_d2: f64 = 0.0;
         for (w, r) in self.walls.iter_mut().zip(&self.wall_ref) {
             w.point += w.vel * self.dt;
@@ -473,20 +481,21 @@ impl Simulation {
             self.meshes.set_time(self.time + self.dt);
             wall_d2 = wall_d2.max(self.meshes.max_displacement().powi(2));
         }
-        let t3 = Instant::now();
-        self.refresh_ghosts();
-        // Verlet trigger (thesis eq. 2.10–2.12, `collide::still_valid`) on the displacements
-        // of all ranks (maxima and minima are order-independent, so rebuild steps are the same
-        // for every rank count). NaN counts as a move.
-        // The same message carries the stop requests (signals reach ranks at different steps;
-        // all must stop at the same one).
+        wall_d2
+    }
+
+    /// The displacements of all ranks (maxima and minima are order-independent, so rebuild
+    /// steps are the same for every rank count; NaN counts as a move), and in the same message
+    /// the stop and checkpoint requests (signals reach ranks at different steps; all must act
+    /// at the same one). Collective.
+    fn agree(&mut self, moved: integrate::Moved) -> integrate::Moved {
         let (lo, hi) = (moved.lo, moved.hi);
+        let d2 = match moved.d2max.is_nan() {
+            true => f64::INFINITY,
+            false => moved.d2max,
+        };
         let mut m = [
-            if moved.d2max.is_nan() {
-                f64::INFINITY
-            } else {
-                moved.d2max
-            },
+            d2,
             self.stop_requested as u8 as f64,
             self.checkpoint_requested as u8 as f64,
             hi.x,
@@ -497,30 +506,35 @@ impl Simulation {
             -lo.z,
         ];
         self.comm.max_f64s(&mut m);
-        let moved = integrate::Moved {
+        self.stop_agreed = m[1] > 0.0;
+        self.checkpoint_agreed = m[2] > 0.0;
+        integrate::Moved {
             d2max: m[0],
             lo: -V3::new(m[6], m[7], m[8]),
             hi: V3::new(m[3], m[4], m[5]),
-        };
-        self.stop_agreed = m[1] > 0.0;
-        self.checkpoint_agreed = m[2] > 0.0;
+        }
+    }
+
+    /// Verlet trigger (thesis eq. 2.10–2.12, `collide::still_valid`): whether the next step
+    /// rebuilds. In a deforming cell the cell advances first, H ← (I + L Δt) H, with the
+    /// images' shifts and the mean field the contact loop adds (`PairList::grad`).
+    fn verlet_trigger(&mut self, moved: &integrate::Moved, wall_d2: f64) -> bool {
         let walls = (!self.walls.is_empty() || !self.meshes.is_empty()).then_some(wall_d2);
-        self.need_rebuild = match self.engines.get_mut::<CellEngine>() {
-            None => !collide::still_valid(&moved, walls, self.skin),
-            Some(c) => {
-                // H ← (I + L Δt) H: the images' shifts of the next step, L the mean field the
-                // contact loop adds (`PairList::grad`)
-                c.advance(&mut self.domain.cell, self.dt);
-                self.pairs.refresh_shifts(&self.domain.cell);
-                self.pairs.grad = c.contact_gradient();
-                self.wall_pairs.grad = c.contact_gradient();
-                self.wall_pairs.grad_origin = self.domain.cell.origin;
-                let kappa = c.stretch(&self.domain.cell);
-                let two_rmax = self.halo - self.skin - self.reach_extra;
-                !collide::still_valid_deforming(&moved, self.skin, kappa, two_rmax)
-            }
+        let Some(c) = self.engines.get_mut::<CellEngine>() else {
+            return !collide::still_valid(moved, walls, self.skin);
         };
-        self.want_box = !self.need_rebuild && collide::box_wanted(moved.d2max, self.skin);
+        c.advance(&mut self.domain.cell, self.dt);
+        self.pairs.refresh_shifts(&self.domain.cell);
+        self.pairs.grad = c.contact_gradient();
+        self.wall_pairs.grad = c.contact_gradient();
+        self.wall_pairs.grad_origin = self.domain.cell.origin;
+        let kappa = c.stretch(&self.domain.cell);
+        let two_rmax = self.halo - self.skin - self.reach_extra;
+        !collide::still_valid_deforming(moved, self.skin, kappa, two_rmax)
+    }
+
+    /// `RUST_LOG=debug`: why the next step rebuilds; `trace`: each step's state on rank 0.
+    fn log_step(&mut self, moved: &integrate::Moved, wall_d2: f64) {
         if self.need_rebuild && log::log_enabled!(log::Level::Debug) {
             self.rebuild_why = format!(
                 "the Verlet trigger after step {}: largest displacement {:.4e} m, displacement \
@@ -550,9 +564,11 @@ impl Simulation {
                 }
             );
         }
-        self.step += 1;
-        self.time += self.dt;
-        // end_of_step: the engines' measurements of the new state
+    }
+
+    /// `end_of_step`: the engines' measurements of the new state, then the hooks that need the
+    /// whole simulation (`hooks.rs`: the cell's stage test, CPM's link count).
+    fn end_of_step(&mut self) -> Result<()> {
         self.engines.end_of_step(&mut StepView {
             step: self.step,
             time: self.time,
@@ -562,162 +578,9 @@ impl Simulation {
             comm: &self.comm,
             external: &mut self.external,
         })?;
-        if self
-            .engines
-            .get::<CellEngine>()
-            .is_some_and(|c| c.current().is_some())
-        {
-            // the stage's stop test, with Yade's unbalanced force on measurement steps
-            // Yade evaluates it only once the goals hold (and on measurement steps)
-            let ok = self.engines.get::<CellEngine>().is_some_and(|c| c.all_ok);
-            let unb = (ok && self.slots.recorded()).then(|| self.unbalanced_now());
-            let root = self.comm.is_root();
-            if let Some(c) = self.engines.get_mut::<CellEngine>() {
-                let name = c.current().map(|s| s.name.clone()).unwrap_or_default();
-                // a stage ending by its `steps` without its goals is said (issue 32): the
-                // goals as they stand before the stage ends
-                let limit = c.current().and_then(|s| s.steps);
-                let by_steps = limit.is_some_and(|n| c.iter >= n) && !c.all_ok;
-                let report = by_steps.then(|| c.goals_report());
-                let done = c.check_done(unb);
-                if done && by_steps {
-                    if root {
-                        log::warn!(
-                            "cell: stage `{name}` ended after its {} steps without reaching its \
-                             goals, at step {}: {}",
-                            limit.unwrap_or(0),
-                            self.step,
-                            report.unwrap_or_default()
-                        );
-                    }
-                    c.missed.push(name.clone());
-                }
-                if done && root {
-                    let wall = self.stage_clock.elapsed().as_secs_f64();
-                    let cpu = crate::usage::cpu_seconds() - self.stage_cpu;
-                    log::info!(
-                        "cell: stage \"{name}\" done at step {} after {wall:.3} s ({cpu:.3} s CPU) \
-                         (stress {:.4e} {:.4e} {:.4e} Pa, log strain {:.4e} {:.4e} {:.4e})",
-                        self.step,
-                        c.stress.x,
-                        c.stress.y,
-                        c.stress.z,
-                        c.strain().x,
-                        c.strain().y,
-                        c.strain().z
-                    );
-                }
-            }
-        }
-        if self.cpm.as_ref().is_some_and(|c| !c.links_created) {
-            let n = self.link_stats();
-            if let Some(c) = &mut self.cpm {
-                c.links_created = true;
-                c.n_links0 = n.intact + n.damaged;
-            }
-        }
-        let t4 = Instant::now();
-        self.timers.comm += t4 - t3;
-        self.timers.integrate += t3.saturating_duration_since(t2);
+        self.cell_stage_test();
+        self.count_links_once();
         Ok(())
-    }
-
-    /// The deforming cell's servo before the integrator (collective on measurement steps):
-    /// the start of a stage (friction, strain reference), the stress and stiffness measured
-    /// when due, the step's velocity gradient, and the integrator's mean-field motion.
-    fn cell_servo(&mut self, measure: bool) -> Result<Option<integrate::Affine>> {
-        let Some(c) = self.engines.get::<CellEngine>() else {
-            return Ok(None);
-        };
-        if let Some(st) = c.current().filter(|_| !c.started).cloned() {
-            if let Some(phi) = st.friction_angle {
-                self.set_friction(phi);
-            }
-            if let Some(c) = self.engines.get_mut::<CellEngine>() {
-                if st.reset_strain {
-                    c.trsf = M3::identity();
-                }
-                c.started = true;
-                c.friction = st.friction_angle.or(c.friction);
-                self.stage_clock = Instant::now();
-                self.stage_cpu = crate::usage::cpu_seconds();
-            }
-        }
-        let stage = self.engines.get::<CellEngine>().and_then(|c| c.current());
-        let yade = stage.is_some_and(|s| s.servo == crate::engines::cell::Servo::Yade);
-        let shear = stage.is_some_and(|s| s.shear_mask.iter().any(|&m| m));
-        let m = measure.then(|| self.cell_measure(yade, shear));
-        let cell = &self.domain.cell;
-        let size = V3::from_fn(|a, _| cell.h.column(a).norm());
-        let (dt, volume) = (self.dt, cell.volume());
-        let max_span = self.halo - self.skin - self.reach_extra;
-        let Some(c) = self.engines.get_mut::<CellEngine>() else {
-            return Ok(None);
-        };
-        c.servo(m, size, max_span, dt, volume);
-        Ok(Some(c.affine(&self.domain.cell, dt)))
-    }
-
-    /// The servo walls' `post_force` hook: F · n of this step's contacts on each plane wall and
-    /// their stiffness to a move within one step, Σ (dF_N/dδ + c_N/Δt) (the law's
-    /// `normal_response`: tangent spring and dashpot), exact sums over the ranks
-    /// (the same bits on any layout). Collective; nothing without servo walls.
-    fn servo_measure(&mut self) {
-        let Some(sv) = self.engines.get::<ServoWalls>() else {
-            return;
-        };
-        // [F · n of the six box walls, their Σ k_N] (`ServoWalls::slot`): no allocation
-        let mut sums: [ExactSum; 12] = std::array::from_fn(|_| ExactSum::new());
-        let (ps, law, nw) = (&self.ps, self.mix.law(), self.walls.len());
-        for k in 0..self.wall_pairs.len() {
-            let w = self.wall_pairs.j[k] as usize;
-            // a box wall (not another wall, not a mesh facet), in contact
-            let slot = (w < nw).then(|| sv.slot(w)).flatten();
-            let Some(s) = slot.filter(|_| self.wall_pairs.active[k]) else {
-                continue;
-            };
-            let i = self.wall_pairs.i[k] as usize;
-            let wall = &self.walls[w];
-            sums[s].add(self.slots.wall_force(k).dot(&wall.direction()));
-            let u_n = wall.gap(ps.pos[i], ps.radius[i]).min(0.0);
-            let phys = &self.wall_pairs.state[k].phys;
-            sums[6 + s].add(law.normal_response(phys, u_n, self.dt));
-        }
-        self.comm.sum_exact(&mut sums);
-        let f = std::array::from_fn(|s| sums[s].value());
-        let k = std::array::from_fn(|s| sums[6 + s].value());
-        if let Some(sv) = self.engines.get_mut::<ServoWalls>() {
-            sv.measure(&self.walls, f, k);
-        }
-    }
-
-    /// Energy tracking: this step's terms of the contacts (the contact loops' per-pair
-    /// entries, `PairList::work`: sphere pairs, walls, facets; zeros for pairs apart), each
-    /// contact once (on the rank owning its sphere, particle 1 of a sphere pair), into this
-    /// rank's cumulative exact sums. Contacts that ended now count: a CPM link's last step
-    /// dissipates what it stored.
-    fn tally_contacts(&mut self) {
-        let Some(book) = self.engines.get_mut::<EnergyBook>() else {
-            return;
-        };
-        let n = self.ps.n_owned;
-        for (s, w) in book.contact.iter_mut().zip(&self.pairs.work_sum.take()) {
-            s.merge(w);
-        }
-        // the per-pair loops' entries (CPM, walls, facets); the batch loop summed its own
-        for pairs in [&self.pairs, &self.wall_pairs] {
-            if pairs.work.len() != pairs.len() {
-                continue;
-            }
-            for k in 0..pairs.len() {
-                // (most pairs are apart: a zero entry skipped at the cost of a compare)
-                if (pairs.i[k] as usize) < n && pairs.work[k] != [0.0; 4] {
-                    for (s, &w) in book.contact.iter_mut().zip(&pairs.work[k]) {
-                        s.add(w);
-                    }
-                }
-            }
-        }
     }
 
     /// Every frictional material, and every contact's pair constant tan φ, take the friction
