@@ -692,7 +692,13 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         // failed state for post-mortem (`latest` keeps pointing at the last good one).
         if matches!(e, Error::Runtime(_) | Error::Peer { .. }) {
             let p = ck_dir.join(format!("failed_{:010}.h5", sim.step));
-            match checkpoint::write(&sim, &scene_text, &scene_file, &p) {
+            match checkpoint::write(
+                &sim.checkpoint_state(),
+                &sim.comm,
+                &scene_text,
+                &scene_file,
+                &p,
+            ) {
                 Ok(()) if root => error!("failed state checkpointed to {}", p.display()),
                 Ok(()) => {}
                 Err(w) => error!("writing the failure checkpoint failed too: {w}"),
@@ -1150,7 +1156,13 @@ fn write_checkpoint(
     let t0 = Instant::now();
     let name = checkpoint::file_name(sim.step);
     let path = dir.join(&name);
-    checkpoint::write(sim, scene_text, scene_file, &path)?;
+    checkpoint::write(
+        &sim.checkpoint_state(),
+        &sim.comm,
+        scene_text,
+        scene_file,
+        &path,
+    )?;
     let moved = if sim.comm.is_root() {
         let r = checkpoint::set_latest(dir, &name);
         checkpoint::prune(dir, keep);

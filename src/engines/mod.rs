@@ -326,4 +326,13 @@ impl EngineState {
             false => ron::from_str(text).map(Some).map_err(|e| e.to_string()),
         }
     }
+
+    /// The inlets' and outlets' counters in a checkpoint's engine text (`FlowState::counters`):
+    /// `None` for a text without flow engines (empty, or a scene without them); `Err` when the
+    /// text does not parse.
+    pub fn flow_counters(text: &str) -> std::result::Result<Option<FlowCounters>, String> {
+        Ok(Self::parse(text)?
+            .and_then(|e| e.flow)
+            .map(|f| f.counters()))
+    }
 }

@@ -17,15 +17,16 @@ use crate::engines::servo_wall::ServoWalls;
 use crate::engines::strainer::UniaxialStrainer;
 use crate::engines::{EngineState, Engines, External, Flow, StepView};
 use crate::forces::{canonical_order, Canon};
+pub use crate::io::checkpoint::Restored;
 use crate::sched::with_keep_awake;
 pub(crate) use build::setup_stop;
 pub(crate) use diag::unbalanced_force;
 pub use diag::{Budget, ContactView, LinkStats, Network, Stats};
-pub use state::{flow_counters, Restored, Timers};
+pub use state::Timers;
 
 use crate::collide::{self, CellGrid};
 use crate::contact::facet::FacetPairs;
-use crate::contact::store::{Candidate, ContactState, PairList};
+use crate::contact::store::{Candidate, PairList};
 use crate::contact::{self, Wall};
 use crate::domain::balance;
 use crate::domain::comm::Comm;

@@ -1,7 +1,8 @@
-//! What a checkpoint holds beyond the particles and contacts (`Restored`, the engines' state
-//! as RON text), the phase timers, the energy book and the CPM set-up.
+//! What a checkpoint holds of a rank (`checkpoint_state`; the engines' state as RON text),
+//! the phase timers, the energy book and the CPM set-up.
 
 use super::*;
+use crate::io::checkpoint::{CheckpointState, Header};
 
 /// Wall-clock time spent per phase of the loop.
 #[derive(Clone, Debug, Default)]
@@ -14,43 +15,49 @@ pub struct Timers {
     pub output: Duration,
 }
 
-/// One rank's share of a checkpoint, as `io::checkpoint` reads it.
-#[derive(Clone, Debug, Default)]
-pub struct Restored {
-    pub step: u64,
-    pub time: f64,
-    pub need_rebuild: bool,
-    pub n_rebuilds: u64,
-    pub wall_point: Vec<V3>,
-    pub wall_vel: Vec<V3>,
-    pub wall_ref: Vec<V3>,
-    /// Owned particles at their current positions.
-    pub particles: Particles,
-    /// Their positions at the last neighbour rebuild (aligned with `particles`).
-    pub reference: Vec<V3>,
-    /// Contacts (key, history) touching an owned particle.
-    pub contacts: Vec<((u64, u64), ContactState)>,
-    pub wall_contacts: Vec<((u64, u64), ContactState)>,
-    /// Keys of the pairs that were touching at the last rebuild (they lead the pair order).
-    pub leading: Vec<(u64, u64)>,
-    /// Engine state (text; empty = none).
-    pub engines: String,
-}
-
-/// The inlets' and outlets' counters in a checkpoint's engine text (`FlowState::counters`):
-/// `None` for a text without flow engines (empty, or a scene without them); `Err` when the
-/// text does not parse.
-pub fn flow_counters(
-    engines: &str,
-) -> std::result::Result<Option<crate::engines::FlowCounters>, String> {
-    if engines.is_empty() {
-        return Ok(None);
-    }
-    let e: EngineState = ron::from_str(engines).map_err(|e| e.to_string())?;
-    Ok(e.flow.map(|f| f.counters()))
-}
-
 impl Simulation {
+    /// This rank's state as its checkpoint stores it (collective: the engine text sums the
+    /// energy budget over the ranks, [`Simulation::engine_state`]): the owned particles and
+    /// their reference positions, every contact once (the copy whose particle 1 is owned
+    /// here), the pairs touching at the last rebuild (likewise), the wall contacts of owned
+    /// spheres, and the walls.
+    pub fn checkpoint_state(&self) -> CheckpointState {
+        let header = Header {
+            step: self.step,
+            time: self.time,
+            dt: self.dt,
+            reproducible: self.reproducible,
+            grid: self.dec.dims.map(|d| d as u64),
+            bbox_lo: self.decomp_bbox.0,
+            bbox_hi: self.decomp_bbox.1,
+            need_rebuild: self.need_rebuild(),
+            n_rebuilds: self.n_rebuilds,
+            engines: self.engine_state(),
+            cuts: self.dec.cuts.clone(),
+        };
+        let mut s = CheckpointState::new(header, &self.ps, self.reference());
+        let (ps, n) = (&self.ps, self.ps.n_owned);
+        let pl = &self.pairs;
+        for k in 0..pl.len() {
+            let (i, j) = (pl.i[k] as usize, pl.j[k] as usize);
+            if pl.active[k] && i < n {
+                let image = [0, 1, 2].map(|a| ps.image[j][a] - ps.image[i][a]);
+                s.push_contact(pl.key[k], image, &pl.record(k));
+            }
+            if pl.leading[k] && i < n {
+                s.push_leading(pl.key[k]);
+            }
+        }
+        let wl = &self.wall_pairs;
+        for k in 0..wl.len() {
+            if wl.active[k] && (wl.i[k] as usize) < n {
+                s.push_wall_contact(wl.key[k], &wl.record(k));
+            }
+        }
+        s.set_walls(&self.walls, self.wall_reference());
+        s
+    }
+
     /// Engine and controller state as RON text, for checkpoints (empty: no CPM, no engines).
     pub fn engine_state(&self) -> String {
         if self.cpm.is_none()

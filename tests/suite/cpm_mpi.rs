@@ -149,7 +149,7 @@ fn tag_supports_and_undamped_gravity_are_rank_independent() {
 }
 
 /// A CPM checkpoint written before the Yade-compatible defaults (format version 2, the test
-/// hook of `io/checkpoint.rs`) is refused on restart with exit 2 and a message saying why: its
+/// hook of `io/checkpoint/write.rs`) is refused on restart with exit 2 and a message saying why: its
 /// stored scene would resolve to other parameters now. A current one restarts.
 #[test]
 fn cpm_checkpoint_of_format_2_is_refused() {
