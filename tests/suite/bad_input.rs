@@ -725,7 +725,7 @@ fn random_fill_tiny_radius_in_large_box() {
 #[test]
 fn every_bad_scene_is_tested() {
     let src =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bad_input.rs"))
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/bad_input.rs"))
             .unwrap()
             .split_whitespace()
             .collect::<String>();
