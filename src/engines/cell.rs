@@ -14,6 +14,10 @@
 //! Plain Rust: the simulation measures (contact stress, stiffness, unbalanced force, exact sums
 //! over all ranks) and hands the numbers in; every rank computes the same bits.
 
+use crate::domain::Domain;
+use crate::error::Result;
+use crate::scene::ctx::Ctx;
+use crate::scene::schema::{SceneFile, Vec3, WallSpec};
 use crate::{M3, V3};
 use serde::{Deserialize, Serialize};
 
@@ -653,6 +657,304 @@ impl super::Hooks for CellEngine {
     }
     fn finished(&self) -> bool {
         CellEngine::finished(self)
+    }
+}
+
+/// The deforming periodic cell (`engines/cell.rs`; Yade `Cell` + `PeriTriaxController`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Cell")]
+pub struct CellSpec {
+    /// How particles follow the cell: `Velocity` (Yade `homoDeform` 2, default) or `Position`
+    /// (Woo `homoDeform` 1).
+    #[serde(default, alias = "homoDeform")]
+    pub homothetic: Homothetic,
+    /// Flip the cell to a less skewed basis when a tilt passes half an edge (Yade
+    /// `flipFlippable`; default true).
+    #[serde(default = "yes", alias = "flipFlippable")]
+    pub flip: bool,
+    /// Velocity gradient L [1/s] outside the stages, by rows ((Lxx, Lxy, Lxz), (Lyx, ...), ...)
+    /// (Yade `velGrad`; default zero).
+    #[serde(default, alias = "velGrad")]
+    pub velocity_gradient: [Vec3; 3],
+    /// Servo stages run in order; the run ends after the last (default none).
+    #[serde(default)]
+    pub stages: Vec<StageSpec>,
+}
+
+/// One stage of the stress servo (Yade `PeriTriaxController`, its attribute names as aliases).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Stage")]
+pub struct StageSpec {
+    pub name: String,
+    /// Per axis: stress [Pa] (compression negative) where `stress_mask` is set, else the log
+    /// strain ln F_ii to reach.
+    pub goal: Vec3,
+    /// Stress-controlled axes (Yade `stressMask` bits 0, 1, 2; default all).
+    #[serde(default = "yes3", alias = "stressMask")]
+    pub stress_mask: [bool; 3],
+    /// Largest |L_ii| [1/s] per axis (Yade `maxStrainRate`, default (1, 1, 1)).
+    #[serde(default = "one_f3", alias = "maxStrainRate")]
+    pub max_strain_rate: Vec3,
+    /// Unbalanced force below which the stage may end (Yade `maxUnbalanced`, default 1e-4).
+    #[serde(default = "default_max_unbalanced", alias = "maxUnbalanced")]
+    pub max_unbalanced: f64,
+    /// Stress tolerances (Yade `absStressTol` 1e3 Pa, `relStressTol` 3e-5).
+    #[serde(default = "default_abs_stress_tol", alias = "absStressTol")]
+    pub abs_stress_tol: f64,
+    #[serde(default = "default_rel_stress_tol", alias = "relStressTol")]
+    pub rel_stress_tol: f64,
+    /// Yade `growDamping` (default 0.25).
+    #[serde(default = "default_grow_damping", alias = "growDamping")]
+    pub grow_damping: f64,
+    /// Steps between stress measurements (Yade `globUpdate`, default 5).
+    #[serde(default = "default_glob_update", alias = "globUpdate")]
+    pub glob_update: u64,
+    /// How stress-controlled axes set their rate: `Affine` (default), `Yade` (its stiffness
+    /// servo, literally) or `Dynamic(mass: ...)` (Yade `dynCell`).
+    #[serde(default)]
+    pub servo: Servo,
+    /// Off-diagonal velocity gradient (L_xy, L_xz, L_yz) [1/s] during the stage (default 0).
+    #[serde(default = "zero3")]
+    pub shear_rate: Vec3,
+    /// Shear stress goals (σ_xy, σ_xz, σ_yz) [Pa] where `shear_mask` is set: the servo sets
+    /// that L_ab (Yade `Peri3dController`'s stress-controlled shear; default none).
+    #[serde(default = "zero3")]
+    pub shear_goal: Vec3,
+    #[serde(default)]
+    pub shear_mask: [bool; 3],
+    /// Largest |L_ab| [1/s] of the stress-controlled shear components (default (1, 1, 1)).
+    #[serde(default = "one_f3")]
+    pub max_shear_rate: Vec3,
+    /// Friction angle [rad] that every frictional material and contact takes when the stage
+    /// starts (default: unchanged).
+    #[serde(default)]
+    pub friction_angle: Option<f64>,
+    /// Strains count from the cell at the start of the stage (Yade `cell.trsf = I`; default
+    /// false).
+    #[serde(default)]
+    pub reset_strain: bool,
+    /// End the stage after this many steps, whatever its goals (default: at its goals).
+    #[serde(default)]
+    pub steps: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
+}
+fn zero3() -> Vec3 {
+    [0.0; 3]
+}
+fn yes3() -> [bool; 3] {
+    [true; 3]
+}
+fn one_f3() -> Vec3 {
+    [1.0; 3]
+}
+fn default_max_unbalanced() -> f64 {
+    1e-4
+}
+fn default_abs_stress_tol() -> f64 {
+    1e3
+}
+fn default_rel_stress_tol() -> f64 {
+    3e-5
+}
+fn default_grow_damping() -> f64 {
+    0.25
+}
+fn default_glob_update() -> u64 {
+    5
+}
+
+const AXES: [&str; 3] = ["x", "y", "z"];
+
+impl CellEngine {
+    /// The deforming periodic cell (issue 23), validated: a gradient only along periodic axes,
+    /// the stages' parameters in range. What the cell does not support yet is refused by name
+    /// (`cpm`: the scene's materials are CPM).
+    pub fn from_spec(
+        ctx: &Ctx,
+        c: &CellSpec,
+        sf: &SceneFile,
+        domain: &Domain,
+        cpm: bool,
+    ) -> Result<CellEngine> {
+        let p = domain.periodic;
+        refuse_unsupported(ctx, sf, p, cpm)?;
+        let l = velocity_gradient(ctx, c, p)?;
+        check_walls(ctx, sf, p, &l)?;
+        let mut stages = Vec::new();
+        for (k, s) in c.stages.iter().enumerate() {
+            stages.push(Stage::from_spec(ctx, k, s, p)?);
+        }
+        Ok(CellEngine::new(c.homothetic, c.flip, l, stages))
+    }
+}
+
+/// A periodic domain (`p`: its periodic axes), and none of what the cell does not support yet.
+fn refuse_unsupported(ctx: &Ctx, sf: &SceneFile, p: [bool; 3], cpm: bool) -> Result<()> {
+    if !p.iter().any(|&x| x) {
+        return Err(ctx.err("cell", "needs a periodic domain (domain.periodic)"));
+    }
+    for (what, bad) in [
+        ("meshes", !sf.meshes.is_empty()),
+        ("inlets", !sf.inlets.is_empty()),
+        ("outlets", !sf.outlets.is_empty()),
+        ("strainer", sf.strainer.is_some()),
+        ("materials", cpm),
+    ] {
+        if bad {
+            return Err(ctx.err(
+                what,
+                "not supported with a deforming cell yet (frictional spheres in a fully or \
+                 partly periodic cell only)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The gradient L outside the stages: finite, moving only periodic axes (`p`).
+fn velocity_gradient(ctx: &Ctx, c: &CellSpec, p: [bool; 3]) -> Result<M3> {
+    let mut l = M3::zeros();
+    for (r, row) in c.velocity_gradient.iter().enumerate() {
+        let v = ctx.finite3("cell.velocity_gradient", *row)?;
+        for k in 0..3 {
+            l[(r, k)] = v[k];
+        }
+    }
+    for r in 0..3 {
+        for k in 0..3 {
+            if l[(r, k)] != 0.0 && !(p[r] && p[k]) {
+                return Err(ctx.err(
+                    "cell.velocity_gradient",
+                    format!(
+                        "L[{r}][{k}] moves a non-periodic axis ({}): only periodic axes deform",
+                        if p[r] { AXES[k] } else { AXES[r] }
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(l)
+}
+
+/// Plane walls: only across the open axes of a cell that never shears (the walls do not
+/// deform; the spheres slide along them with the mean field).
+fn check_walls(ctx: &Ctx, sf: &SceneFile, p: [bool; 3], l: &M3) -> Result<()> {
+    if sf.walls.is_empty() {
+        return Ok(());
+    }
+    if (0..3).any(|r| (0..3).any(|k| r != k && l[(r, k)] != 0.0)) {
+        return Err(ctx.err(
+            "walls",
+            "walls need an unskewed cell: no off-diagonal velocity gradient",
+        ));
+    }
+    for (w, wall) in sf.walls.iter().enumerate() {
+        #[allow(irrefutable_let_patterns)]
+        let WallSpec::Wall(wall) = wall
+        else {
+            return Err(ctx.err(
+                &format!("walls[{w}]"),
+                "a deforming cell takes plane walls only",
+            ));
+        };
+        if (0..3).any(|a| p[a] && wall.normal[a] != 0.0) {
+            return Err(ctx.err(
+                &format!("walls[{w}].normal"),
+                "with a deforming cell a wall's normal must lie along the non-periodic axes",
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Stage {
+    /// Stage `k` of the servo (`s`), validated; the servo needs every axis periodic (`p`).
+    fn from_spec(ctx: &Ctx, k: usize, s: &StageSpec, p: [bool; 3]) -> Result<Stage> {
+        let at = |f: &str| format!("cell.stages[{k}].{f}");
+        if !p.iter().all(|&x| x) {
+            return Err(ctx.err(
+                &format!("cell.stages[{k}]"),
+                "the servo needs all three axes periodic",
+            ));
+        }
+        if s.name.is_empty() {
+            return Err(ctx.err(&at("name"), "must not be empty"));
+        }
+        let goal = ctx.finite3(&at("goal"), s.goal)?;
+        let rate = ctx.finite3(&at("max_strain_rate"), s.max_strain_rate)?;
+        if rate.iter().any(|&r| r <= 0.0) {
+            return Err(ctx.err(&at("max_strain_rate"), "must be positive on every axis"));
+        }
+        ctx.positive(&at("max_unbalanced"), s.max_unbalanced)?;
+        ctx.non_negative(&at("abs_stress_tol"), s.abs_stress_tol)?;
+        ctx.non_negative(&at("rel_stress_tol"), s.rel_stress_tol)?;
+        if !(0.0..1.0).contains(&s.grow_damping) {
+            return Err(ctx.err(&at("grow_damping"), "must be in [0, 1)"));
+        }
+        if s.glob_update == 0 {
+            return Err(ctx.err(&at("glob_update"), "must be ≥ 1"));
+        }
+        if s.steps == Some(0) {
+            return Err(ctx.err(&at("steps"), "must be ≥ 1"));
+        }
+        let (shear, shear_goal, shear_max) = Stage::shear_spec(ctx, &at, s)?;
+        if let Servo::Dynamic { mass: Some(m) } = s.servo {
+            ctx.positive(&at("servo"), m)?;
+        }
+        if let Some(phi) = s.friction_angle {
+            if !(0.0..std::f64::consts::FRAC_PI_2).contains(&phi) {
+                return Err(ctx.err(&at("friction_angle"), "must be in [0, π/2) rad"));
+            }
+        }
+        Ok(Stage {
+            name: s.name.clone(),
+            goal,
+            stress_mask: s.stress_mask,
+            max_strain_rate: rate,
+            max_unbalanced: s.max_unbalanced,
+            abs_stress_tol: s.abs_stress_tol,
+            rel_stress_tol: s.rel_stress_tol,
+            grow_damping: s.grow_damping,
+            glob_update: s.glob_update,
+            servo: s.servo,
+            shear_rate: shear,
+            shear_goal,
+            shear_mask: s.shear_mask,
+            max_shear_rate: shear_max,
+            friction_angle: s.friction_angle,
+            reset_strain: s.reset_strain,
+            steps: s.steps,
+        })
+    }
+
+    /// The stage's shear rate, shear goal and largest shear rate (`at`: a field's path):
+    /// stress-controlled components only with the `Affine` servo, and then without a rate.
+    fn shear_spec(ctx: &Ctx, at: &dyn Fn(&str) -> String, s: &StageSpec) -> Result<(V3, V3, V3)> {
+        let shear = ctx.finite3(&at("shear_rate"), s.shear_rate)?;
+        let shear_goal = ctx.finite3(&at("shear_goal"), s.shear_goal)?;
+        let shear_max = ctx.finite3(&at("max_shear_rate"), s.max_shear_rate)?;
+        if shear_max.iter().any(|&r| r <= 0.0) {
+            return Err(ctx.err(&at("max_shear_rate"), "must be positive on every component"));
+        }
+        if s.shear_mask.iter().any(|&m| m) {
+            if s.servo != Servo::Affine {
+                return Err(ctx.err(
+                    &at("shear_mask"),
+                    "shear stress goals need `servo: Affine` (Yade's PeriTriaxController \
+                     servos the diagonal only)",
+                ));
+            }
+            if (0..3).any(|c| s.shear_mask[c] && shear[c] != 0.0) {
+                return Err(ctx.err(
+                    &at("shear_rate"),
+                    "a stress-controlled shear component (shear_mask) takes no shear_rate",
+                ));
+            }
+        }
+        Ok((shear, shear_goal, shear_max))
     }
 }
 

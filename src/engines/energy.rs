@@ -1,8 +1,12 @@
 //! The energy budget's book (scene `energy: true`, issue 23; Yade `O.trackEnergy`): this
 //! rank's cumulative terms, exact sums (ARCHITECTURE.md "Energy budget").
 
+use super::cell::{CellEngine, Homothetic};
 use crate::domain::exact::ExactSum;
+use crate::error::Result;
 use crate::integrate;
+use crate::material::Material;
+use crate::scene::ctx::Ctx;
 
 /// The energy budget's cumulative terms on one rank (issue 23; Yade `O.energy`): exact sums,
 /// so that their sum over the ranks has the same bits on any layout. `integ`: the
@@ -50,3 +54,44 @@ impl EnergyBook {
 /// The book has no hooks of its own: the step zeroes the pairs' work entries, tallies them
 /// after the contacts and lets the integrator add its terms (`sim/mod.rs`).
 impl super::Hooks for EnergyBook {}
+
+/// Energy tracking needs a law that splits its dissipation (the frictional laws: `Frict`,
+/// `Hertz`, `Hooke`, with rolling resistance, on spheres, walls and meshes; CPM without
+/// visco-damage or confinement) and a cell in the velocity mode
+/// (the contacts see the mean field's motion, whose work is the boundary's).
+pub fn check_spec(ctx: &Ctx, materials: &[Material], cell: &Option<CellEngine>) -> Result<()> {
+    let refuse = |what: &str, why: &str| Err(ctx.err(what, format!("with `energy: true`: {why}")));
+    for (k, m) in materials.iter().enumerate() {
+        let Material::Cpm(c) = m else { continue };
+        let p = &c.params;
+        // the stored energy is that of the rate-independent, unconfined law
+        // (`law::cpm::stored_energy`)
+        for (field, bad) in [
+            ("dmg_tau", p.dmg_tau > 0.0 && p.dmg_rate_exp > 0.0),
+            ("iso_prestress", p.iso_prestress != 0.0),
+        ] {
+            if bad {
+                let at = crate::contact::law::cpm::CpmParams::names(field)
+                    .iter()
+                    .map(|n| format!("materials[{k}].params.{n}"))
+                    .find(|q| ctx.locs.has(q))
+                    .unwrap_or(format!("materials[{k}]"));
+                return refuse(
+                    &at,
+                    "CPM's visco-damage overstress and confinement are not split into stored \
+                     and dissipated energy yet",
+                );
+            }
+        }
+    }
+    if cell
+        .as_ref()
+        .is_some_and(|c| c.homothetic != Homothetic::Velocity)
+    {
+        return refuse(
+            "cell.homothetic",
+            "the boundary's work needs `Velocity` (contacts see the mean field)",
+        );
+    }
+    Ok(())
+}

@@ -1,6 +1,6 @@
 //! Particle sources and sinks acting at the `pre_exchange` hook of a rebuild: outlets delete,
-//! inlets create (ARCHITECTURE.md "Flow engines"). Adding a flow engine: a file with its state
-//! and `act`, and one arm of [`FlowEngine`].
+//! inlets create (ARCHITECTURE.md "Flow engines"). Adding a flow engine: a file with its spec,
+//! state, `from_spec` and `act`, one arm of [`FlowEngine`] and its loop in [`from_specs`].
 
 use super::inlet::Inlet;
 use super::outlet::Outlet;
@@ -8,8 +8,71 @@ use crate::contact::Wall;
 use crate::domain::comm::Comm;
 use crate::domain::decomp::Decomp;
 use crate::domain::exact::ExactSum;
+use crate::domain::Domain;
 use crate::error::{Error, Result};
+use crate::material::Material;
 use crate::particles::Particles;
+use crate::scene::ctx::Ctx;
+use crate::scene::schema::SceneFile;
+use crate::scene::source::Summary;
+
+/// Most outlets a scene may list (each adds two reductions per action and two columns).
+pub const MAX_OUTLETS: usize = 64;
+
+/// Validate the outlets and inlets into fresh flow engines (outlets first: they act first).
+/// The inlets' largest radius joins `summary.rmax` (halo, ghosts, candidate reach).
+pub fn from_specs(
+    ctx: &Ctx,
+    sf: &SceneFile,
+    materials: &[Material],
+    summary: &mut Summary,
+    domain: &Domain,
+    dt: f64,
+) -> Result<Vec<FlowEngine>> {
+    if sf.inlets.len() > MAX_OUTLETS {
+        return Err(ctx.err(
+            "inlets",
+            format!("at most {MAX_OUTLETS} inlets, got {}", sf.inlets.len()),
+        ));
+    }
+    if sf.outlets.len() > MAX_OUTLETS {
+        return Err(ctx.err(
+            "outlets",
+            format!("at most {MAX_OUTLETS} outlets, got {}", sf.outlets.len()),
+        ));
+    }
+    let mut out = Vec::new();
+    for k in 0..sf.outlets.len() {
+        out.push(FlowEngine::Outlet(Outlet::from_spec(ctx, &sf.outlets, k)?));
+    }
+    let mut inlets = Vec::new();
+    for k in 0..sf.inlets.len() {
+        let i = Inlet::from_spec(ctx, &sf.inlets, k, materials, summary.n, domain, dt)?;
+        inlets.push(i);
+    }
+    // every inlet's spheres count for the halo and the overlap check's reach
+    summary.rmax = inlets
+        .iter()
+        .map(|i| 0.5 * i.psd.max())
+        .fold(summary.rmax, f64::max);
+    for mut i in inlets {
+        i.reach = 2.0 * summary.rmax;
+        out.push(FlowEngine::Inlet(i));
+    }
+    Ok(out)
+}
+
+/// A flow engine's name (`p`: its path): it names `series.csv` columns.
+pub fn check_name(ctx: &Ctx, p: &str, name: &str) -> Result<()> {
+    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    if name.is_empty() || name.len() > 64 || !name.chars().all(ok) {
+        return Err(ctx.err(
+            &format!("{p}.name"),
+            "must be 1 to 64 letters, digits or `_` (it names series.csv columns)",
+        ));
+    }
+    Ok(())
+}
 
 /// A particle source or sink acting at the `pre_exchange` hook (closed enum; a handful per
 /// scene, so the outlet's exact sum inline costs nothing).

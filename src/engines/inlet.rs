@@ -11,13 +11,19 @@
 //! gids on any rank count, and across restarts (the sequence number and the inserted mass are
 //! checkpointed).
 
-use super::region::Region;
+use super::region::{Region, RegionSpec};
 use crate::contact::Wall;
 use crate::domain::comm::Comm;
 use crate::domain::decomp::Decomp;
+use crate::domain::Domain;
+use crate::error::Result;
+use crate::material::Material;
 use crate::particles::{Particle, Particles};
+use crate::scene::ctx::Ctx;
 use crate::scene::gen::splitmix;
+use crate::scene::schema::Vec3;
 use crate::V3;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Gids of inlet i start at (initial particle count) + i · `GID_STRIDE`: 2⁴⁰ ids per inlet
@@ -145,7 +151,7 @@ pub enum Rate {
 #[derive(Clone, Debug)]
 pub struct Inlet {
     pub name: String,
-    /// A `Box` or a `Cylinder` (validated by `scene::flow_engines`): the whole of every new
+    /// A `Box` or a `Cylinder` (validated by [`Inlet::from_spec`]): the whole of every new
     /// sphere lies in it.
     pub region: Region,
     /// The region's bounding box.
@@ -374,6 +380,324 @@ impl Inlet {
         }
         met
     }
+}
+
+fn default_hundred() -> u64 {
+    100
+}
+fn default_attempts() -> u64 {
+    50
+}
+fn default_inlet_seed() -> u64 {
+    22
+}
+fn infinity() -> f64 {
+    f64::INFINITY
+}
+fn zero3() -> Vec3 {
+    [0.0; 3]
+}
+
+/// An inlet (`engines/inlet.rs`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Inlet")]
+pub struct InletSpec {
+    /// Letters, digits and `_`; unique among the inlets.
+    pub name: String,
+    /// A `Box` or a `Cylinder` (a `HalfSpace` is refused: no volume to fill).
+    pub region: RegionSpec,
+    pub material: String,
+    /// Size distribution of the diameters [m] (also written `diameters`); or `radii`.
+    #[serde(default, alias = "diameters")]
+    pub psd: Option<PsdSpec>,
+    /// The same distributions of the radii [m], instead of `psd`.
+    #[serde(default)]
+    pub radii: Option<PsdSpec>,
+    pub rate: RateSpec,
+    /// Initial velocity of the new spheres [m/s] (default 0).
+    #[serde(default = "zero3")]
+    pub velocity: Vec3,
+    /// Start and stop times [s] (default 0, never).
+    #[serde(default)]
+    pub start: f64,
+    #[serde(default = "infinity")]
+    pub stop: f64,
+    #[serde(default = "default_inlet_seed")]
+    pub seed: u64,
+    /// Acts every this many steps (default 100): each action forces a neighbour rebuild.
+    #[serde(default = "default_hundred")]
+    pub every: u64,
+    /// Placement attempts per sphere before giving up for the step (default 50).
+    #[serde(default = "default_attempts")]
+    pub attempts: u64,
+    /// The tag of the spheres it makes, 0–65535 (default 0; the snapshots' `tag`, as a
+    /// `TextFile`'s 5th column or a LAMMPS atom type).
+    #[serde(default)]
+    pub tag: u16,
+}
+
+/// Size distribution of diameters [m] (`engines::inlet::Psd`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum PsdSpec {
+    Constant(f64),
+    Uniform(f64, f64),
+    /// (mean, std, min, max)
+    Normal(f64, f64, f64, f64),
+    /// (median, sigma of ln d, min, max)
+    LogNormal(f64, f64, f64, f64),
+    /// [(diameter, mass fraction), ...]
+    Discrete(Vec<(f64, f64)>),
+}
+
+impl PsdSpec {
+    /// The distribution of `k` times the sizes (radii → diameters: k = 2, exact); the
+    /// log-normal's σ of ln d and the discrete mass fractions do not change.
+    pub fn scaled(&self, k: f64) -> PsdSpec {
+        match self {
+            PsdSpec::Constant(d) => PsdSpec::Constant(k * d),
+            PsdSpec::Uniform(a, b) => PsdSpec::Uniform(k * a, k * b),
+            PsdSpec::Normal(m, s, a, b) => PsdSpec::Normal(k * m, k * s, k * a, k * b),
+            PsdSpec::LogNormal(m, s, a, b) => PsdSpec::LogNormal(k * m, *s, k * a, k * b),
+            PsdSpec::Discrete(t) => PsdSpec::Discrete(t.iter().map(|&(d, f)| (k * d, f)).collect()),
+        }
+    }
+}
+
+/// An inlet's rate.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum RateSpec {
+    /// kg/s
+    Mass(f64),
+    /// spheres/s
+    Count(f64),
+    /// spheres in all
+    Fill(u64),
+}
+
+/// Most spheres of its smallest size an inlet's box may hold (volume ratio).
+pub const MAX_INLET_SPHERES: f64 = 1e8;
+
+impl Psd {
+    /// The validated size distribution (of diameters) of inlet `p` (`s`): `psd` / `diameters`,
+    /// or `radii` (doubled), exactly one; errors at the field as written.
+    pub fn from_spec(ctx: &Ctx, p: &str, s: &InletSpec) -> Result<Psd> {
+        let (spec, pp) = match (&s.psd, &s.radii) {
+            (Some(_), Some(_)) => {
+                return Err(ctx.err(
+                    &format!("{p}.radii"),
+                    "give either `psd` (diameters) or `radii`, not both",
+                ))
+            }
+            (None, None) => {
+                return Err(ctx.err(
+                    p,
+                    "missing the size distribution: `psd` (diameters) or `radii`",
+                ))
+            }
+            (Some(d), None) => (d.clone(), ctx.written(p, &["psd", "diameters"])),
+            (None, Some(r)) => (r.scaled(2.0), format!("{p}.radii")),
+        };
+        let pos = |v: f64| ctx.positive(&pp, v);
+        let bounds = |min: f64, max: f64| -> Result<()> {
+            pos(min)?;
+            pos(max)?;
+            if min > max {
+                return Err(ctx.err(&pp, format!("min {min} > max {max}")));
+            }
+            Ok(())
+        };
+        Ok(match &spec {
+            PsdSpec::Constant(d) => Psd::Constant(pos(*d)?),
+            PsdSpec::Uniform(a, b) => {
+                bounds(*a, *b)?;
+                Psd::Uniform { min: *a, max: *b }
+            }
+            PsdSpec::Normal(mean, std, min, max) => {
+                pos(*mean)?;
+                ctx.non_negative(&pp, *std)?;
+                bounds(*min, *max)?;
+                Psd::Normal {
+                    mean: *mean,
+                    std: *std,
+                    min: *min,
+                    max: *max,
+                }
+            }
+            PsdSpec::LogNormal(median, sigma, min, max) => {
+                pos(*median)?;
+                ctx.non_negative(&pp, *sigma)?;
+                bounds(*min, *max)?;
+                Psd::LogNormal {
+                    median: *median,
+                    sigma: *sigma,
+                    min: *min,
+                    max: *max,
+                }
+            }
+            PsdSpec::Discrete(t) => {
+                if t.is_empty() || t.len() > 1000 {
+                    return Err(ctx.err(&pp, "needs 1 to 1000 (diameter, mass fraction) pairs"));
+                }
+                for &(d, f) in t {
+                    pos(d)?;
+                    pos(f)?;
+                }
+                Psd::discrete(t)
+            }
+        })
+    }
+}
+
+impl Inlet {
+    /// Validate inlet `k` of `specs` (the inlets before it: for unique names); `n`: the
+    /// scene's initial sphere count (the gids before the inlets'), `dt`: the time step (a
+    /// warning when it exceeds the p-wave step of the inlet's smallest spheres).
+    pub fn from_spec(
+        ctx: &Ctx,
+        specs: &[InletSpec],
+        k: usize,
+        materials: &[Material],
+        n: u64,
+        domain: &Domain,
+        dt: f64,
+    ) -> Result<Inlet> {
+        let (s, p) = (&specs[k], format!("inlets[{k}]"));
+        super::flow::check_name(ctx, &p, &s.name)?;
+        if specs[..k].iter().any(|e| e.name == s.name) {
+            return Err(ctx.err(
+                &format!("{p}.name"),
+                format!("inlet `{}` is defined twice", s.name),
+            ));
+        }
+        let material = ctx.material(&format!("{p}.material"), &s.material, materials)?;
+        let mat = &materials[material as usize];
+        if mat.cpm().is_some() {
+            return Err(ctx.err(&format!("{p}.material"), "inlets take frictional materials"));
+        }
+        let psd = Psd::from_spec(ctx, &p, s)?;
+        let pp = match s.radii {
+            Some(_) => format!("{p}.radii"),
+            None => ctx.written(&p, &["psd", "diameters"]),
+        };
+        let rp = format!("{p}.region");
+        let (region, volume) = region(ctx, &rp, &s.region, psd.max())?;
+        let (lo, hi) = bounding_box(&region).expect("a box or a cylinder");
+        if (0..3).any(|a| lo[a] < domain.lo[a] || hi[a] > domain.hi[a]) {
+            return Err(ctx.err(&rp, "the region must lie inside the domain"));
+        }
+        // nothing sized from an unvalidated number: the region holds at most ~its volume over
+        // the smallest sphere's (random sequential addition jams below that)
+        let cap = volume / (psd.min().powi(3) * std::f64::consts::PI / 6.0);
+        if cap > MAX_INLET_SPHERES {
+            return Err(ctx.err(
+                &pp,
+                format!(
+                    "the region could hold {cap:.3e} of its smallest spheres (at most \
+                     {MAX_INLET_SPHERES:e}): a diameter in the wrong unit?"
+                ),
+            ));
+        }
+        let rate = rate(ctx, &p, &s.rate)?;
+        let velocity = ctx.finite3(&format!("{p}.velocity"), s.velocity)?;
+        let start = ctx.non_negative(&format!("{p}.start"), s.start)?;
+        if s.stop.is_nan() || s.stop <= start {
+            return Err(ctx.err(&format!("{p}.stop"), "must be later than start"));
+        }
+        if s.every == 0 {
+            return Err(ctx.err(&format!("{p}.every"), "must be ≥ 1"));
+        }
+        if s.attempts == 0 || s.attempts > 100_000 {
+            return Err(ctx.err(&format!("{p}.attempts"), "must be in 1..=100000"));
+        }
+        // the p-wave time step of the smallest sphere it makes (thesis eq. 2.85–2.86)
+        let crit = mat.pwave_step(0.5 * psd.min());
+        if dt > crit {
+            log::warn!(
+                "{}: {pp}: dt {dt:.3e} s exceeds the p-wave critical step {crit:.3e} s of its \
+                 smallest spheres",
+                ctx.file.display()
+            );
+        }
+        Ok(Inlet {
+            name: s.name.clone(),
+            region,
+            lo,
+            hi,
+            material,
+            density: mat.density(),
+            psd,
+            rate,
+            velocity,
+            start,
+            stop: s.stop,
+            seed: s.seed,
+            index: k as u64,
+            gid_base: n + k as u64 * GID_STRIDE,
+            every: s.every,
+            attempts: s.attempts,
+            tag: s.tag,
+            reach: 0.0,
+            seq: 0,
+            mass: 0.0,
+            tries: 0,
+            warned: false,
+        })
+    }
+}
+
+/// An inlet's region (`rp`: its path) and its volume: a `Box` or a `Cylinder` wider than the
+/// largest diameter `dmax` (a sphere must fit whole).
+fn region(ctx: &Ctx, rp: &str, spec: &RegionSpec, dmax: f64) -> Result<(Region, f64)> {
+    Ok(match spec {
+        RegionSpec::Box { lo, hi } => {
+            let (lo, hi) = (ctx.finite3(rp, *lo)?, ctx.finite3(rp, *hi)?);
+            if (0..3).any(|a| hi[a] - lo[a] <= dmax) {
+                return Err(ctx.err(
+                    rp,
+                    format!("the box must be wider than the largest diameter {dmax} on every axis"),
+                ));
+            }
+            let v = (0..3).map(|a| hi[a] - lo[a]).product::<f64>();
+            (Region::Box { lo, hi }, v)
+        }
+        RegionSpec::Cylinder { a, b, radius } => {
+            let (a, b) = (ctx.finite3(rp, *a)?, ctx.finite3(rp, *b)?);
+            if (b - a).norm_squared() == 0.0 {
+                return Err(ctx.err(rp, "the axis ends a and b must differ"));
+            }
+            let radius = ctx.positive(rp, *radius)?;
+            let len = (b - a).norm();
+            if 2.0 * radius <= dmax || len <= dmax {
+                return Err(ctx.err(
+                    rp,
+                    format!(
+                        "the cylinder's diameter {} and length {len} must exceed the largest \
+                         sphere diameter {dmax}",
+                        2.0 * radius
+                    ),
+                ));
+            }
+            let v = std::f64::consts::PI * radius * radius * len;
+            (Region::Cylinder { a, b, radius }, v)
+        }
+        RegionSpec::HalfSpace { .. } => {
+            return Err(ctx.err(
+                rp,
+                "inlets take a `Box` or `Cylinder` region (a half-space has no volume to fill)",
+            ))
+        }
+    })
+}
+
+/// An inlet's rate (`p`: the inlet's path).
+fn rate(ctx: &Ctx, p: &str, spec: &RateSpec) -> Result<Rate> {
+    let rp = format!("{p}.rate");
+    Ok(match *spec {
+        RateSpec::Mass(q) => Rate::Mass(ctx.positive(&rp, q)?),
+        RateSpec::Count(q) => Rate::Count(ctx.positive(&rp, q)?),
+        RateSpec::Fill(n) if n > 0 && n < GID_STRIDE => Rate::Fill(n),
+        RateSpec::Fill(_) => return Err(ctx.err(&rp, "Fill needs 1 to 2^40")),
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,10 @@
 use super::region::Region;
 use crate::domain::comm::Comm;
 use crate::domain::exact::ExactSum;
+use crate::error::Result;
 use crate::particles::Particles;
+use crate::scene::ctx::Ctx;
+use crate::scene::schema::OutletSpec;
 
 #[derive(Clone, Debug)]
 pub struct Outlet {
@@ -32,6 +35,23 @@ impl Outlet {
             count: 0,
             mass: ExactSum::new(),
         }
+    }
+
+    /// Validate outlet `k` of `specs` (the outlets before it: for unique names).
+    pub fn from_spec(ctx: &Ctx, specs: &[OutletSpec], k: usize) -> Result<Outlet> {
+        let (o, p) = (&specs[k], format!("outlets[{k}]"));
+        super::flow::check_name(ctx, &p, &o.name)?;
+        if specs[..k].iter().any(|e| e.name == o.name) {
+            return Err(ctx.err(
+                &format!("{p}.name"),
+                format!("outlet `{}` is defined twice", o.name),
+            ));
+        }
+        if o.every == 0 {
+            return Err(ctx.err(&format!("{p}.every"), "must be ≥ 1"));
+        }
+        let region = Region::from_spec(ctx, &format!("{p}.region"), &o.region)?;
+        Ok(Outlet::new(o.name.clone(), region, o.every))
     }
 
     pub fn due(&self, step: u64) -> bool {

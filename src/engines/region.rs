@@ -21,8 +21,8 @@ pub enum RegionSpec {
     },
 }
 
-/// A region, validated by the scene (`scene::flow_engines`): boxes with `lo < hi`, unit
-/// normals, cylinders with distinct ends and a positive radius.
+/// A region, validated ([`Region::from_spec`]): boxes with `lo < hi`, unit normals,
+/// cylinders with distinct ends and a positive radius.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Region {
     /// Axis-aligned box `[lo, hi]`.

@@ -25,6 +25,9 @@
 //! checkpoints.
 
 use crate::contact::Wall;
+use crate::domain::Domain;
+use crate::error::Result;
+use crate::scene::ctx::Ctx;
 use crate::V3;
 use serde::{Deserialize, Serialize};
 
@@ -91,6 +94,41 @@ impl ServoWalls {
             measured: false,
             stress: [f64::NAN; 3],
         }
+    }
+
+    /// The stress-controlled walls, validated: for each axis a pair of walls with normals +e_a
+    /// and −e_a (the box), or a periodic axis; its walls at rest in the scene (the servo sets
+    /// their velocity). A restart may change it (a triaxial test after an isotropic
+    /// compression: another mask, a strain rate). Refused with a deforming `cell`.
+    pub fn from_spec(
+        ctx: &Ctx,
+        sv: &ServoWallsSpec,
+        walls: &[Wall],
+        domain: &Domain,
+        cell: &Option<super::cell::CellEngine>,
+    ) -> Result<ServoWalls> {
+        if cell.is_some() {
+            let why = "not with a deforming cell (its stages servo the stress)";
+            return Err(ctx.err("servo_walls", why));
+        }
+        ctx.finite3("servo_walls.goal", sv.goal)?;
+        ctx.finite3("servo_walls.strain_rate", sv.strain_rate)?;
+        if sv.stress_mask > 7 {
+            return Err(ctx.err(
+                "servo_walls.stress_mask",
+                "must be in 0..=7 (bit a: axis a)",
+            ));
+        }
+        ctx.positive("servo_walls.max_vel", sv.max_vel)?;
+        if !(0.0..1.0).contains(&sv.wall_damping) {
+            return Err(ctx.err("servo_walls.wall_damping", "must be in [0, 1)"));
+        }
+        let mut pairs = [None; 3];
+        for (a, pair) in pairs.iter_mut().enumerate() {
+            *pair = box_pair(ctx, sv, walls, domain, a)?;
+        }
+        let period = std::array::from_fn(|a| domain.hi[a] - domain.lo[a]);
+        Ok(ServoWalls::new(sv.clone(), pairs, period))
     }
 
     /// The box's edge along each axis: from wall to wall, or the period.
@@ -166,6 +204,60 @@ impl ServoWalls {
             }
         }
     }
+}
+
+/// The walls (lower, upper) of axis `a`: the only wall of normal +e_a and the only one of
+/// normal −e_a, both at rest; `None` on a periodic axis without them, which the servo must
+/// then leave alone (no stress goal, no strain rate).
+fn box_pair(
+    ctx: &Ctx,
+    sv: &ServoWallsSpec,
+    walls: &[Wall],
+    domain: &Domain,
+    a: usize,
+) -> Result<Option<(usize, usize)>> {
+    let along = |w: &Wall, sign: f64| {
+        w.plane_normal()
+            .is_some_and(|n| (n[a] * sign - 1.0).abs() < 1e-12)
+    };
+    let find = |sign: f64| {
+        let mut it = walls.iter().enumerate().filter(|(_, w)| along(w, sign));
+        match (it.next(), it.next()) {
+            (Some((k, _)), None) => Some(k),
+            _ => None,
+        }
+    };
+    let axis = ["x", "y", "z"][a];
+    let (lo, hi) = match (find(1.0), find(-1.0)) {
+        (Some(lo), Some(hi)) => (lo, hi),
+        _ if domain.periodic[a] => {
+            if sv.stress_mask & (1 << a) != 0 || sv.strain_rate[a] != 0.0 {
+                return Err(ctx.err(
+                    "servo_walls",
+                    format!("axis {axis} is periodic: it has no walls to control"),
+                ));
+            }
+            return Ok(None);
+        }
+        _ => {
+            return Err(ctx.err(
+                "servo_walls",
+                format!(
+                    "axis {axis} needs one wall of normal +{axis} and one of normal \
+                     −{axis} (the box), or a periodic domain"
+                ),
+            ))
+        }
+    };
+    for w in [lo, hi] {
+        if walls[w].vel != V3::zeros() {
+            return Err(ctx.err(
+                &format!("walls[{w}].velocity"),
+                "the servo sets the velocity of the box's walls",
+            ));
+        }
+    }
+    Ok(Some((lo, hi)))
 }
 
 /// Hooks: the walls' velocities before the contacts (their measurement of the step's forces

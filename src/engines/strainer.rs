@@ -6,7 +6,7 @@
 //! cross-section. The run stops when |σ| falls below `stop_fraction` of its peak. L₀ is Yade's
 //! `originalLength` (default: the spheres' extent along the axis; Yade takes the distance of
 //! the first `posIds` and `negIds` centres), A Yade's `crossSectionArea` (resolved by the
-//! scene: `scene::strainer_spec`).
+//! scene: [`resolve_spec`]).
 //!
 //! Everything is a function of the step number and of global exact sums, so the controller
 //! is bit-identical on any rank and thread count; its state goes through checkpoints as RON
@@ -16,10 +16,188 @@ use crate::domain::comm::Comm;
 use crate::domain::exact::ExactSum;
 use crate::error::{Error, Result};
 use crate::particles::Particles;
-use crate::scene::schema::{StrainerSpec, SupportSpec};
+use crate::scene::ctx::Ctx;
+use crate::scene::schema::{DensePackSpec, PackShape, SceneFile, SphereSpec, SupportSpec};
 use crate::scene::source::Summary;
 use crate::V3;
 use serde::{Deserialize, Serialize};
+
+fn default_axis() -> usize {
+    2
+}
+fn default_ramp() -> u64 {
+    100
+}
+fn default_stop() -> f64 {
+    0.5
+}
+fn default_ten() -> u64 {
+    10
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Strainer")]
+pub struct StrainerSpec {
+    /// Loading axis: 0, 1, 2 = x, y, z (default 2).
+    #[serde(default = "default_axis")]
+    pub axis: usize,
+    /// Axial strain rate [1/s]: > 0 tension, < 0 compression.
+    pub strain_rate: f64,
+    /// Thickness [m] of the end layers that get the prescribed velocity (default 2 mean radii);
+    /// the same as `supports: Layer(thickness)`.
+    #[serde(default)]
+    pub support: Option<f64>,
+    /// Which particles are the two supports: `Layer(thickness)` (default, 2 mean radii),
+    /// `Tags(lower: 1, upper: 2)` (particle tags) or `Gids(lower: [..], upper: [..])` (Yade's
+    /// `negIds`, `posIds`). Exclusive with `support`.
+    #[serde(default)]
+    pub supports: Option<SupportSpec>,
+    /// Initial length L₀ [m] of the specimen for the strain and the end velocities ±ε̇ L₀/2
+    /// (Yade `originalLength`). Default: the spheres' bounding extent along the axis.
+    #[serde(default, alias = "originalLength")]
+    pub original_length: Option<f64>,
+    /// Steps over which the end velocity is ramped up linearly (default 100).
+    #[serde(default = "default_ramp")]
+    pub ramp_steps: u64,
+    /// Stop when |σ| < stop_fraction · peak (default 0.5; 0 = never).
+    #[serde(default = "default_stop")]
+    pub stop_fraction: f64,
+    /// Cross-section [m²] (Yade `crossSectionArea`). Default only for a specimen that is a prism
+    /// along the axis by construction — a single `DensePack` box, `Lattice` or `RandomFill`
+    /// (the bounding box across the axis), or a `DensePack` cylinder loaded along its axis z
+    /// (π R²); required otherwise (see docs/scene-format.md).
+    #[serde(default, alias = "crossSectionArea")]
+    pub area: Option<f64>,
+    /// A row of `strainer.csv` every this many steps (default 10).
+    #[serde(default = "default_ten")]
+    pub every: u64,
+}
+
+/// Validate the strainer and resolve its defaults (issue 20): `support` becomes
+/// `supports: Layer(..)`; the gid lists are sorted; the area is given, or follows from a
+/// specimen that is a prism along the axis by construction (one `DensePack` box, `Lattice` or
+/// `RandomFill`: the bounding box across the axis; one `DensePack` cylinder loaded along z:
+/// π R²), else it is required — no shape is guessed from the spheres.
+pub fn resolve_spec(
+    ctx: &Ctx,
+    st: &StrainerSpec,
+    sf: &SceneFile,
+    summary: &Summary,
+) -> Result<StrainerSpec> {
+    let mut st = st.clone();
+    if st.axis > 2 {
+        return Err(ctx.err("strainer.axis", "must be 0, 1 or 2"));
+    }
+    if !(st.strain_rate.is_finite() && st.strain_rate != 0.0) {
+        return Err(ctx.err("strainer.strain_rate", "must be finite and non-zero"));
+    }
+    if !(0.0..1.0).contains(&st.stop_fraction) {
+        return Err(ctx.err("strainer.stop_fraction", "must be in [0, 1)"));
+    }
+    if let Some(l) = st.original_length {
+        ctx.positive("strainer.original_length", l)?;
+    }
+    st.supports = supports(ctx, st.support.take(), st.supports.take(), summary.n)?;
+    st.area = Some(area(ctx, &st, sf, summary)?);
+    Ok(st)
+}
+
+/// The supports as `supports` (`support`: the layer thickness written the short way; `n`: the
+/// scene's sphere count), validated.
+fn supports(
+    ctx: &Ctx,
+    support: Option<f64>,
+    supports: Option<SupportSpec>,
+    n: u64,
+) -> Result<Option<SupportSpec>> {
+    Ok(match (support, supports) {
+        (Some(_), Some(_)) => {
+            return Err(ctx.err(
+                "strainer.supports",
+                "give either `support` (a layer thickness) or `supports`, not both",
+            ))
+        }
+        (Some(s), None) => Some(SupportSpec::Layer(ctx.positive("strainer.support", s)?)),
+        (None, Some(SupportSpec::Layer(s))) => {
+            Some(SupportSpec::Layer(ctx.positive("strainer.supports", s)?))
+        }
+        (None, Some(SupportSpec::Tags { lower, upper })) => {
+            if lower == upper {
+                return Err(ctx.err(
+                    "strainer.supports",
+                    format!("the lower and upper tags must differ (both {lower})"),
+                ));
+            }
+            Some(SupportSpec::Tags { lower, upper })
+        }
+        (None, Some(SupportSpec::Gids { lower, upper })) => {
+            Some(gid_supports(ctx, lower, upper, n)?)
+        }
+        (None, None) => None, // Layer(2 mean radii), resolved with the summary at set-up
+    })
+}
+
+/// Gid supports: sorted, without repeats, non-empty, existing (`n` spheres), disjoint.
+fn gid_supports(
+    ctx: &Ctx,
+    mut lower: Vec<u64>,
+    mut upper: Vec<u64>,
+    n: u64,
+) -> Result<SupportSpec> {
+    for v in [&mut lower, &mut upper] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    if lower.is_empty() || upper.is_empty() {
+        return Err(ctx.err("strainer.supports", "both gid lists must be non-empty"));
+    }
+    if let Some(g) = lower.iter().chain(&upper).find(|&&g| g >= n) {
+        return Err(ctx.err(
+            "strainer.supports",
+            format!("gid {g} does not exist (the scene has {n} spheres)"),
+        ));
+    }
+    if let Some(g) = lower.iter().find(|g| upper.binary_search(g).is_ok()) {
+        return Err(ctx.err(
+            "strainer.supports",
+            format!("gid {g} is in both the lower and the upper support"),
+        ));
+    }
+    Ok(SupportSpec::Gids { lower, upper })
+}
+
+/// The cross-section: given, or that of a specimen that is a prism along the axis by
+/// construction (the spheres' box across the axis, or π R² of a `DensePack` cylinder).
+fn area(ctx: &Ctx, st: &StrainerSpec, sf: &SceneFile, summary: &Summary) -> Result<f64> {
+    let (a1, a2) = ((st.axis + 1) % 3, (st.axis + 2) % 3);
+    let bbox =
+        (summary.ext_hi[a1] - summary.ext_lo[a1]) * (summary.ext_hi[a2] - summary.ext_lo[a2]);
+    Ok(match st.area {
+        Some(a) => ctx.positive("strainer.area", a)?,
+        None => match sf.spheres.as_slice() {
+            [SphereSpec::DensePack(DensePackSpec {
+                shape: PackShape::Box { .. },
+                ..
+            })]
+            | [SphereSpec::Lattice(_)]
+            | [SphereSpec::RandomFill(_)] => bbox,
+            [SphereSpec::DensePack(DensePackSpec {
+                shape: PackShape::Cylinder { radius, .. },
+                ..
+            })] if st.axis == 2 && sf.replicate == [1, 1, 1] => {
+                std::f64::consts::PI * radius * radius
+            }
+            _ => {
+                return Err(ctx.err(
+                    "strainer",
+                    "`area` (Yade crossSectionArea) is required: the specimen is not a single \
+                     DensePack box, Lattice or RandomFill, or DensePack cylinder loaded along \
+                     its axis z, so its cross-section is not known",
+                ))
+            }
+        },
+    })
+}
 
 /// Controller state (serialised into checkpoints).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
