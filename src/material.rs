@@ -1,18 +1,29 @@
 //! Materials and the pair-parameter mixing that turns two materials into contact parameters
-//! (Yade's Ip2 functors, digest A3; thesis §2.2.1 eq. 2.13–2.20). A closed set: one `match`.
+//! (Yade's Ip2 functors, digest A3; thesis §2.2.1 eq. 2.13–2.20). A closed set: each law's
+//! material, its validation and its mixing live in its file (`contact/law/<law>/material.rs`,
+//! a [`LawMaterial`]); here one `match` dispatches to them (`each_material!`). This module
+//! imports the laws, never the reverse.
 
+pub use crate::contact::law::cpm::material::CpmNamed;
 pub use crate::contact::law::cpm::CpmMat;
+pub use crate::contact::law::hertz::material::HertzMat;
+pub use crate::contact::law::hooke::material::HookeMat;
 pub use crate::contact::law::linear::damping_ratio;
+pub use crate::contact::law::linear::material::FrictMat;
+use crate::contact::law::linear::material::LinearMix;
+pub use crate::contact::law::material::LawMaterial;
+use crate::contact::law::material::MixKind;
 pub use crate::contact::law::rolling::Rolling;
 pub use crate::contact::law::FrictLawKind;
 pub use crate::contact::law::FrictPhys;
-use crate::contact::law::{hertz, hooke};
 use serde::{Deserialize, Serialize};
+use std::any::Any;
 
 /// A material, as given in the scene (all SI).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Material {
-    /// Yade's `FrictMat`: linear elastic–frictional (Cundall–Strack) contacts.
+    /// Yade's `FrictMat`: linear elastic–frictional (Cundall–Strack) contacts
+    /// (`contact/law/linear.rs`).
     Frict(FrictMat),
     /// Šmilauer's Concrete Particle Model (Yade `CpmMat`, thesis §3.2): cohesive links with
     /// damage, compressive hardening and shear plasticity (`contact/law/cpm.rs`).
@@ -24,125 +35,50 @@ pub enum Material {
     Hooke(HookeMat),
 }
 
-/// A LAMMPS-style linear material (`pair_style gran/hooke/history Kn Kt gamma_n gamma_t xmu
-/// dampflag`; all SI). Kn, Kt, γ_N, γ_T and the Coulomb choice are scene-wide in LAMMPS: all
-/// `Hooke` materials of a scene must agree on them (scene validation); μ and ρ may differ.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HookeMat {
-    pub name: String,
-    /// Normal stiffness Kn [N/m] (a constant, not from E and the radii).
-    pub kn: f64,
-    /// Tangential stiffness Kt [N/m].
-    pub kt: f64,
-    /// Normal damping γ_N [1/s] (force m* γ_N v_N).
-    pub gamma_n: f64,
-    /// Tangential damping γ_T [1/s].
-    pub gamma_t: f64,
-    /// Friction coefficient μ (LAMMPS `xmu`).
-    pub xmu: f64,
-    /// Density ρ [kg/m³].
-    pub density: f64,
-    /// Coulomb limit on the total normal force (LAMMPS) or the elastic part (Yade).
-    pub coulomb_total: bool,
-}
-
-/// A Hertz–Mindlin material (all SI; laws-and-flows digest §1).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct HertzMat {
-    pub name: String,
-    /// Young's modulus E [Pa].
-    pub young: f64,
-    /// Poisson's ratio ν of the material (the elastic constant, unlike `Frict`'s kt/kn).
-    pub poisson: f64,
-    /// Interparticle friction angle φ [rad] (μ = tan φ; LIGGGHTS `coefficientFriction`).
-    pub friction_angle: f64,
-    /// The friction coefficient μ as the scene gave it (`friction`), else `None` (μ = tan φ).
-    #[serde(default)]
-    pub friction: Option<f64>,
-    /// Density ρ [kg/m³].
-    pub density: f64,
-    /// Normal coefficient of restitution e ∈ (0, 1]; `None` = elastic (no damping).
-    pub restitution: Option<f64>,
-    /// Surface energy γ [J/m²] of the DMT adhesion (0: none; `contact/law/hertz.rs`); the same
-    /// for every `Hertz` material of a scene.
-    pub surface_energy: f64,
-}
-
-/// A named CPM material (the parameters, with their defaults, are [`CpmMat`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CpmNamed {
-    pub name: String,
-    pub params: CpmMat,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FrictMat {
-    pub name: String,
-    /// Young's modulus E [Pa] of the particle material (a model parameter, not the packing's).
-    pub young: f64,
-    /// Yade's `poisson`: the shear-to-normal stiffness ratio kt/kn [-] (digest A3.2).
-    pub poisson: f64,
-    /// Interparticle friction angle φ [rad].
-    pub friction_angle: f64,
-    /// The friction coefficient μ as the scene gave it (`friction`), else `None` (μ = tan φ).
-    #[serde(default)]
-    pub friction: Option<f64>,
-    /// Density ρ [kg/m³].
-    pub density: f64,
-    /// Normal coefficient of restitution e ∈ (0, 1]; `None` = no viscous normal damping.
-    pub restitution: Option<f64>,
+/// `$e` with `$m` bound to the [`LawMaterial`] of `$x`'s variant: the one `match` over
+/// [`Material`] (a new law adds its arm here).
+macro_rules! each_material {
+    ($x:expr, $m:ident => $e:expr) => {
+        match $x {
+            Material::Frict($m) => $e,
+            Material::Cpm($m) => $e,
+            Material::Hertz($m) => $e,
+            Material::Hooke($m) => $e,
+        }
+    };
 }
 
 impl Material {
     pub fn name(&self) -> &str {
-        match self {
-            Material::Frict(m) => &m.name,
-            Material::Cpm(m) => &m.name,
-            Material::Hertz(m) => &m.name,
-            Material::Hooke(m) => &m.name,
-        }
+        each_material!(self, m => m.name())
     }
     pub fn density(&self) -> f64 {
-        match self {
-            Material::Frict(m) => m.density,
-            Material::Cpm(m) => m.params.density,
-            Material::Hertz(m) => m.density,
-            Material::Hooke(m) => m.density,
-        }
+        each_material!(self, m => m.density())
     }
     /// Young's modulus E; `None` for `Hooke`, whose stiffness is a constant kn, not a modulus.
     fn young(&self) -> Option<f64> {
-        match self {
-            Material::Frict(m) => Some(m.young),
-            Material::Cpm(m) => Some(m.params.young),
-            Material::Hertz(m) => Some(m.young),
-            Material::Hooke(_) => None,
-        }
+        each_material!(self, m => m.young())
     }
-    /// The p-wave critical step r sqrt(ρ/E) of a sphere of radius `r` (thesis eq. 2.85); for
-    /// a `Hooke` material with E = kn / r (Yade's kn = E r of equal spheres, digest A3.1),
-    /// i.e. sqrt(ρ r³ / kn) ∝ sqrt(m / kn).
+    /// The p-wave critical step of a sphere of radius `r` ([`LawMaterial::pwave_step`]).
     pub fn pwave_step(&self, r: f64) -> f64 {
-        match self {
-            Material::Hooke(m) => r * (m.density * r / m.kn).sqrt(),
-            // every other material has a modulus
-            m => r * (m.density() / m.young().unwrap_or(f64::INFINITY)).sqrt(),
-        }
+        each_material!(self, m => m.pwave_step(r))
+    }
+    /// The Rayleigh time of a sphere of radius `r`, where the law warns by it (Hertz).
+    pub fn rayleigh_time(&self, r: f64) -> Option<f64> {
+        each_material!(self, m => m.rayleigh_time(r))
     }
     /// The frictional law family of this material (CPM: none).
     pub fn frict_law(&self) -> Option<FrictLawKind> {
-        match self {
-            Material::Frict(_) => Some(FrictLawKind::CundallStrack),
-            Material::Hertz(m) => Some(FrictLawKind::HertzMindlin(hertz::HertzMindlin {
-                surface_energy: m.surface_energy,
-            })),
-            Material::Hooke(m) => Some(FrictLawKind::Hooke(hooke::Hooke::new(
-                m.gamma_n,
-                m.gamma_t,
-                m.coulomb_total,
-            ))),
-            Material::Cpm(_) => None,
-        }
+        each_material!(self, m => m.frict_law())
+    }
+    /// Take the friction angle `phi`, if frictional (a cell stage's start).
+    pub fn set_friction(&mut self, phi: f64) {
+        each_material!(self, m => m.set_friction(phi))
+    }
+    /// This material's law material if it is an `M` (for instance the scene's earlier
+    /// materials of one law).
+    pub fn as_law<M: LawMaterial>(&self) -> Option<&M> {
+        each_material!(self, m => (m as &dyn Any).downcast_ref())
     }
     /// The CPM parameters, if this is a CPM material.
     pub fn cpm(&self) -> Option<&CpmMat> {
@@ -150,15 +86,6 @@ impl Material {
             Material::Cpm(m) => Some(&m.params),
             _ => None,
         }
-    }
-}
-
-/// Series of two springs `a·b/(a+b)`, 0 when both are 0.
-fn series(a: f64, b: f64) -> f64 {
-    if a + b == 0.0 {
-        0.0
-    } else {
-        a * b / (a + b)
     }
 }
 
@@ -182,93 +109,24 @@ pub fn mix(a: &Material, b: &Material, r1: f64, r2: f64, m_eff: f64) -> FrictPhy
 pub struct PairMix {
     /// tan φ (μ) of the pair: the smaller of the two.
     tan_phi: f64,
+    /// The law's constants of the pair (its `<law>/material.rs`).
     kind: MixKind,
 }
 
-/// tan φ of a pair, the smaller friction of materials a and b, each (φ, μ as given): tan of
-/// the smaller angle when both gave an angle (the bits before coefficients were accepted),
-/// else the smaller coefficient (μ = tan φ is increasing: the same pair either way, and a
-/// coefficient given is used as written, not as tan(atan μ)).
-fn mix_mu(a: (f64, Option<f64>), b: (f64, Option<f64>)) -> f64 {
-    match (a.1, b.1) {
-        (None, None) => a.0.min(b.0).tan(),
-        (ma, mb) => ma
-            .unwrap_or_else(|| a.0.tan())
-            .min(mb.unwrap_or_else(|| b.0.tan())),
-    }
-}
-
-/// The law-specific part of a [`PairMix`] (one arm per frictional law).
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum MixKind {
-    /// Cundall–Strack (`Frict`): 2 E of each material (K = 2 E r per sphere, digest A3.1),
-    /// ν = kt/kn of each (0 for non-frictional materials: no shear spring), and 2 ζ of the
-    /// pair's restitution (c_n = 2 ζ sqrt(m_eff K_N); `None` = no damping).
-    Linear {
-        two_e: [f64; 2],
-        poisson: [f64; 2],
-        two_zeta: Option<f64>,
-    },
-    /// Hertz–Mindlin: the effective moduli E*, G* and α of `contact/law/hertz.rs`
-    /// (c_n = α sqrt(m_eff kn); `None` = elastic).
-    Hertz {
-        e_star: f64,
-        g_star: f64,
-        alpha: Option<f64>,
-    },
-    /// LAMMPS hooke/history: the constant stiffnesses.
-    Hooke { kn: f64, kt: f64 },
-}
-
 impl PairMix {
-    /// Material a (particle 1) with material b (particle 2).
+    /// Material a (particle 1) with material b (particle 2): the law's mixing
+    /// ([`LawMaterial::mix`]) when both are of one frictional law.
     pub fn of(a: &Material, b: &Material) -> PairMix {
-        match (a, b) {
-            (Material::Frict(a), Material::Frict(b)) => PairMix {
-                tan_phi: mix_mu(
-                    (a.friction_angle, a.friction),
-                    (b.friction_angle, b.friction),
-                ),
-                kind: MixKind::Linear {
-                    two_e: [2.0 * a.young, 2.0 * b.young],
-                    poisson: [a.poisson, b.poisson],
-                    two_zeta: min_restitution(a.restitution, b.restitution)
-                        .filter(|&e| e < 1.0)
-                        .map(|e| 2.0 * damping_ratio(e)),
-                },
-            },
-            (Material::Hertz(a), Material::Hertz(b)) => {
-                let (e_star, g_star) = hertz_moduli(a, b);
-                PairMix {
-                    tan_phi: mix_mu(
-                        (a.friction_angle, a.friction),
-                        (b.friction_angle, b.friction),
-                    ),
-                    kind: MixKind::Hertz {
-                        e_star,
-                        g_star,
-                        alpha: min_restitution(a.restitution, b.restitution)
-                            .filter(|&e| e < 1.0)
-                            .map(hertz::alpha_for_restitution),
-                    },
-                }
-            }
-            // one pair_style line: kn, kt are the same for all Hooke materials (validation)
-            (Material::Hooke(a), Material::Hooke(b)) => PairMix {
-                tan_phi: a.xmu.min(b.xmu),
-                kind: MixKind::Hooke { kn: a.kn, kt: a.kt },
-            },
+        let same = each_material!(a, a => b.as_law().and_then(|b| LawMaterial::mix(a, b)));
+        match same {
+            Some((tan_phi, kind)) => PairMix { tan_phi, kind },
             // CPM pairs go through `CpmPhys::new` (contact/law/cpm.rs); a scene never mixes
             // CPM with frictional materials or walls, nor two frictional laws (scene
             // validation), so this is a plain elastic placeholder (K_N = E r of the
             // mirror-sphere rule) used by nothing physical.
-            (a, b) => PairMix {
+            None => PairMix {
                 tan_phi: 0.0,
-                kind: MixKind::Linear {
-                    two_e: [a, b].map(|m| 2.0 * m.young().unwrap_or(0.0)),
-                    poisson: [0.0; 2],
-                    two_zeta: None,
-                },
+                kind: MixKind::Linear(LinearMix::elastic([a, b].map(|m| m.young().unwrap_or(0.0)))),
             },
         }
     }
@@ -278,10 +136,7 @@ impl PairMix {
     /// and mass (1/R* = 1/r; laws-and-flows digest §1), Hooke as LAMMPS' wall/gran (m* = m).
     #[inline]
     pub fn wall_phys(&self, r: f64, m: f64) -> FrictPhys {
-        match self.kind {
-            MixKind::Hertz { .. } => self.phys(r, f64::INFINITY, m),
-            _ => self.phys(r, r, m),
-        }
+        self.kind.wall_phys(self.tan_phi, r, m)
     }
 
     /// This pair's mixing as the GPU kernels read it (`mix_phys` of `gpu/kernels/dem.h`):
@@ -290,92 +145,15 @@ impl PairMix {
     pub fn gpu_row(&self) -> [f64; 8] {
         let mut r = [0.0; 8];
         r[0] = self.tan_phi;
-        match self.kind {
-            MixKind::Linear {
-                two_e,
-                poisson,
-                two_zeta,
-            } => {
-                r[1..6].copy_from_slice(&[
-                    two_e[0],
-                    two_e[1],
-                    poisson[0],
-                    poisson[1],
-                    two_zeta.unwrap_or(-1.0),
-                ]);
-            }
-            MixKind::Hertz {
-                e_star,
-                g_star,
-                alpha,
-            } => r[1..4].copy_from_slice(&[e_star, g_star, alpha.unwrap_or(-1.0)]),
-            MixKind::Hooke { kn, kt } => r[1..3].copy_from_slice(&[kn, kt]),
-        }
+        self.kind.gpu_row(&mut r[1..]);
         r
     }
 
     /// The pair parameters for radii `r1`, `r2` and reduced mass `m_eff` (see [`mix`]).
     #[inline]
     pub fn phys(&self, r1: f64, r2: f64, m_eff: f64) -> FrictPhys {
-        let tan_phi = self.tan_phi;
-        match self.kind {
-            MixKind::Linear {
-                two_e,
-                poisson,
-                two_zeta,
-            } => {
-                let (k1, k2) = (two_e[0] * r1, two_e[1] * r2);
-                let kn = series(k1, k2);
-                FrictPhys {
-                    kn,
-                    ks: series(k1 * poisson[0], k2 * poisson[1]),
-                    tan_phi,
-                    cn: two_zeta.map_or(0.0, |z2| z2 * (m_eff * kn).sqrt()),
-                }
-            }
-            // contact/law/hertz.rs module docs: 1/R* = 1/r1 + 1/r2, kn = (4/3) E* √R*,
-            // ks = 8 G* √R*, c_n = α √(kn m*)
-            MixKind::Hertz {
-                e_star,
-                g_star,
-                alpha,
-            } => {
-                let sr = (1.0 / (1.0 / r1 + 1.0 / r2)).sqrt();
-                let kn = 4.0 / 3.0 * e_star * sr;
-                FrictPhys {
-                    kn,
-                    ks: 8.0 * g_star * sr,
-                    tan_phi,
-                    cn: alpha.map_or(0.0, |a| a * (kn * m_eff).sqrt()),
-                }
-            }
-            // contact/law/hooke.rs: c_n carries m*, the law multiplies it by γ
-            MixKind::Hooke { kn, kt } => FrictPhys {
-                kn,
-                ks: kt,
-                tan_phi,
-                cn: m_eff,
-            },
-        }
+        self.kind.phys(self.tan_phi, r1, r2, m_eff)
     }
-}
-
-/// The smaller restitution of two (a perfectly elastic partner does not make an inelastic
-/// one elastic); `None` when neither has one.
-fn min_restitution(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (Some(x), None) | (None, Some(x)) => Some(x),
-        (None, None) => None,
-    }
-}
-
-/// Effective moduli of two Hertz materials (laws-and-flows digest §1; Johnson §4.2, §7.2):
-/// 1/E* = (1 − ν1²)/E1 + (1 − ν2²)/E2, 1/G* = 2(2 − ν1)(1 + ν1)/E1 + 2(2 − ν2)(1 + ν2)/E2.
-fn hertz_moduli(a: &HertzMat, b: &HertzMat) -> (f64, f64) {
-    let inv_e = |m: &HertzMat| (1.0 - m.poisson * m.poisson) / m.young;
-    let inv_g = |m: &HertzMat| 2.0 * (2.0 - m.poisson) * (1.0 + m.poisson) / m.young;
-    (1.0 / (inv_e(a) + inv_e(b)), 1.0 / (inv_g(a) + inv_g(b)))
 }
 
 /// [`PairMix`] of every ordered pair of a scene's materials.
@@ -533,6 +311,45 @@ mod tests {
         // a rigid wall: a sphere of infinite radius, E* = E / (1 − ν²) of the sphere alone
         let w = PairMix::of(&b, &a).wall_phys(r, 1.0);
         assert!(rel(w.kn, 4.0 / 3.0 * 7e10 / (1.0 - 0.33 * 0.33) * r.sqrt()) < 1e-12);
+    }
+
+    #[test]
+    fn every_law_takes_a_stage_friction_and_only_its_own_mixing() {
+        let hertz = Material::Hertz(HertzMat {
+            name: "h".into(),
+            young: 7e10,
+            poisson: 0.3,
+            friction_angle: 0.3,
+            friction: Some(0.2),
+            density: 2000.0,
+            restitution: None,
+            surface_energy: 0.0,
+        });
+        let hooke = Material::Hooke(HookeMat {
+            name: "k".into(),
+            kn: 1e4,
+            kt: 2e3,
+            gamma_n: 0.0,
+            gamma_t: 0.0,
+            xmu: 0.5,
+            density: 1.0,
+            coulomb_total: true,
+        });
+        let mut mats = [mat(1e7, 0.2, 0.5), hertz, hooke];
+        for m in &mut mats {
+            m.set_friction(0.25);
+            assert_eq!(
+                mix(m, m, 1.0, 1.0, 1.0).tan_phi,
+                0.25f64.tan(),
+                "{}",
+                m.name()
+            );
+        }
+        assert!(mats[2].as_law::<HookeMat>().is_some());
+        assert!(mats[2].as_law::<FrictMat>().is_none());
+        // materials of two laws (refused by the scene): the elastic placeholder, Hooke has no E
+        let p = mix(&mats[0], &mats[2], 1.0, 1.0, 1.0);
+        assert_eq!((p.kn, p.ks, p.tan_phi, p.cn), (0.0, 0.0, 0.0, 0.0));
     }
 
     fn rel(a: f64, b: f64) -> f64 {

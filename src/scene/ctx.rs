@@ -24,6 +24,15 @@ impl Ctx<'_> {
             msg: format!("{path}: {msg}"),
         }
     }
+    /// The path of a field of `base` as the scene writes it: `base.NAME` for the first of
+    /// `names` (the demhpc name, then its aliases) that the file holds, else for the first name.
+    pub fn written(&self, base: &str, names: &[&str]) -> String {
+        names
+            .iter()
+            .map(|n| format!("{base}.{n}"))
+            .find(|q| self.locs.has(q))
+            .unwrap_or_else(|| format!("{base}.{}", names[0]))
+    }
     pub fn positive(&self, path: &str, v: f64) -> Result<f64> {
         if v > 0.0 && v.is_finite() {
             Ok(v)

@@ -15,7 +15,7 @@ use crate::domain::comm::Comm;
 use crate::domain::Domain;
 use crate::engines::{self, cell::CellEngine, servo_wall::ServoWalls};
 use crate::error::{Error, Result};
-use crate::material::{CpmNamed, FrictMat, HertzMat, HookeMat, Material};
+use crate::material::{LawMaterial, Material};
 use crate::particles::{Particle, Particles};
 use crate::V3;
 use ctx::Ctx;
@@ -611,16 +611,7 @@ pub const MAX_EXTENT_RADII: f64 = 1e9;
 fn warn_rayleigh(ctx: &Ctx, dt: f64, materials: &[Material], rmin: f64) {
     let t_r = materials
         .iter()
-        .filter_map(|m| match m {
-            Material::Hertz(h) => {
-                let g = h.young / (2.0 * (1.0 + h.poisson));
-                Some(
-                    std::f64::consts::PI * rmin * (h.density / g).sqrt()
-                        / (0.1631 * h.poisson + 0.8766),
-                )
-            }
-            _ => None,
-        })
+        .filter_map(|m| m.rayleigh_time(rmin))
         .fold(f64::INFINITY, f64::min);
     if dt > 0.2 * t_r {
         log::warn!(
@@ -851,78 +842,9 @@ fn check_material_name(ctx: &Ctx, p: &str, name: &str, out: &[Material]) -> Resu
     Ok(())
 }
 
-/// A frictional material's friction angle in [0, π/2) and restitution in (0, 1].
-/// The path of a field of `base` as the scene writes it: `base.NAME` for the first of `names`
-/// (the demhpc name, then its aliases) that the file holds, else for the first name.
+/// The path of a field of `base` as the scene writes it ([`Ctx::written`]).
 fn written(ctx: &Ctx, base: &str, names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("{base}.{n}"))
-        .find(|q| ctx.locs.has(q))
-        .unwrap_or_else(|| format!("{base}.{}", names[0]))
-}
-
-/// The names of a frictional material's friction fields: the angle (Yade's), the coefficient
-/// (LIGGGHTS', LAMMPS').
-const ANGLE_NAMES: [&str; 2] = ["friction_angle", "frictionAngle"];
-const FRICTION_NAMES: [&str; 2] = ["friction", "coefficientFriction"];
-
-/// The friction of material `p`, given as exactly one of an angle φ ∈ [0, π/2) [rad] and a
-/// coefficient μ = tan φ ≥ 0, each under any of its names (`angle_names`, `coef_names`;
-/// errors placed at the name written): (φ, μ as given or `None`), φ = atan μ for a coefficient.
-fn friction(
-    ctx: &Ctx,
-    p: &str,
-    (angle, coef): (Option<f64>, Option<f64>),
-    angle_names: &[&str],
-    coef_names: &[&str],
-) -> Result<(f64, Option<f64>)> {
-    match (angle, coef) {
-        (Some(_), Some(_)) => Err(ctx.err(
-            &written(ctx, p, coef_names),
-            format!(
-                "give either `{}` (radians) or `{}` (the coefficient μ = tan φ), not both",
-                angle_names[0], coef_names[0]
-            ),
-        )),
-        (None, None) => Err(ctx.err(
-            p,
-            format!(
-                "missing the friction: `{}` (radians) or `{}` (the coefficient μ = tan φ)",
-                angle_names[0], coef_names[0]
-            ),
-        )),
-        (Some(a), None) => {
-            if !(0.0..std::f64::consts::FRAC_PI_2).contains(&a) {
-                return Err(ctx.err(
-                    &written(ctx, p, angle_names),
-                    format!("must be in [0, π/2) radians (not degrees), got {a}"),
-                ));
-            }
-            Ok((a, None))
-        }
-        (None, Some(mu)) => {
-            if !(mu >= 0.0 && mu.is_finite()) {
-                return Err(ctx.err(
-                    &written(ctx, p, coef_names),
-                    format!("the friction coefficient must be ≥ 0 and finite, got {mu}"),
-                ));
-            }
-            Ok((mu.atan(), Some(mu)))
-        }
-    }
-}
-
-fn check_restitution(ctx: &Ctx, p: &str, restitution: Option<f64>) -> Result<()> {
-    if let Some(e) = restitution {
-        if !(e > 0.0 && e <= 1.0) {
-            return Err(ctx.err(
-                &written(ctx, p, &["restitution", "coefficientRestitution"]),
-                format!("must be in (0, 1], got {e}"),
-            ));
-        }
-    }
-    Ok(())
+    ctx.written(base, names)
 }
 
 fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
@@ -938,131 +860,24 @@ fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
     let mut out: Vec<Material> = Vec::new();
     for (k, m) in specs.iter().enumerate() {
         let p = format!("materials[{k}]");
-        match m {
-            MaterialSpec::Frict(f) => {
-                check_material_name(ctx, &p, &f.name, &out)?;
-                ctx.positive(&written(ctx, &p, &["young", "youngsModulus"]), f.young)?;
-                ctx.non_negative(&format!("{p}.poisson"), f.poisson)?;
-                ctx.positive(&format!("{p}.density"), f.density)?;
-                let fr = (f.friction_angle, f.friction);
-                let (friction_angle, friction) =
-                    friction(ctx, &p, fr, &ANGLE_NAMES, &FRICTION_NAMES)?;
-                check_restitution(ctx, &p, f.restitution)?;
-                out.push(Material::Frict(FrictMat {
-                    name: f.name.clone(),
-                    young: f.young,
-                    poisson: f.poisson,
-                    friction_angle,
-                    friction,
-                    density: f.density,
-                    restitution: f.restitution,
-                }));
-            }
-            MaterialSpec::Hooke(h) => {
-                check_material_name(ctx, &p, &h.name, &out)?;
-                ctx.positive(&format!("{p}.kn"), h.kn)?;
-                let kt = h.kt.unwrap_or(2.0 / 7.0 * h.kn);
-                ctx.positive(&format!("{p}.kt"), kt)?;
-                ctx.non_negative(&written(ctx, &p, &["gamma_n", "gamman"]), h.gamma_n)?;
-                let gamma_t = h.gamma_t.unwrap_or(0.5 * h.gamma_n);
-                ctx.non_negative(&written(ctx, &p, &["gamma_t", "gammat"]), gamma_t)?;
-                let xmu_names = ["xmu", "friction", "coefficientFriction"];
-                let (phi, mu) =
-                    friction(ctx, &p, (h.friction_angle, h.xmu), &ANGLE_NAMES, &xmu_names)?;
-                ctx.positive(&format!("{p}.density"), h.density)?;
-                let m = HookeMat {
-                    name: h.name.clone(),
-                    kn: h.kn,
-                    kt,
-                    gamma_n: h.gamma_n,
-                    gamma_t,
-                    xmu: mu.unwrap_or_else(|| phi.tan()),
-                    density: h.density,
-                    coulomb_total: h.coulomb == CoulombSpec::Total,
-                };
-                // LAMMPS' pair_style line is one for all types
-                if let Some(Material::Hooke(o)) =
-                    out.iter().find(|o| matches!(o, Material::Hooke(_)))
-                {
-                    if (o.kn, o.kt, o.gamma_n, o.gamma_t, o.coulomb_total)
-                        != (m.kn, m.kt, m.gamma_n, m.gamma_t, m.coulomb_total)
-                    {
-                        return Err(ctx.err(
-                            &p,
-                            format!(
-                                "Hooke materials of one scene must share kn, kt, gamma_n, \
-                                 gamma_t and coulomb (LAMMPS' pair_style line; `{}` differs \
-                                 from `{}`): only xmu and density may differ",
-                                m.name, o.name
-                            ),
-                        ));
-                    }
-                }
-                out.push(Material::Hooke(m));
-            }
-            MaterialSpec::Hertz(h) => {
-                check_material_name(ctx, &p, &h.name, &out)?;
-                ctx.positive(&written(ctx, &p, &["young", "youngsModulus"]), h.young)?;
-                ctx.positive(&format!("{p}.density"), h.density)?;
-                if !(0.0..0.5).contains(&h.poisson) {
-                    return Err(ctx.err(
-                        &written(ctx, &p, &["poisson", "poissonsRatio"]),
-                        format!("Poisson's ratio must be in [0, 0.5), got {}", h.poisson),
-                    ));
-                }
-                let fr = (h.friction_angle, h.friction);
-                let (friction_angle, friction) =
-                    friction(ctx, &p, fr, &ANGLE_NAMES, &FRICTION_NAMES)?;
-                check_restitution(ctx, &p, h.restitution)?;
-                ctx.non_negative(&format!("{p}.surface_energy"), h.surface_energy)?;
-                // DMT adhesion is a law constant (Woo's functor parameter): one per scene
-                if let Some(Material::Hertz(o)) =
-                    out.iter().find(|o| matches!(o, Material::Hertz(_)))
-                {
-                    if o.surface_energy != h.surface_energy {
-                        return Err(ctx.err(
-                            &format!("{p}.surface_energy"),
-                            format!(
-                                "Hertz materials of one scene must share surface_energy \
-                                 (`{}` has {}, `{}` {})",
-                                h.name, h.surface_energy, o.name, o.surface_energy
-                            ),
-                        ));
-                    }
-                }
-                out.push(Material::Hertz(HertzMat {
-                    name: h.name.clone(),
-                    young: h.young,
-                    poisson: h.poisson,
-                    friction_angle,
-                    friction,
-                    density: h.density,
-                    restitution: h.restitution,
-                    surface_energy: h.surface_energy,
-                }));
-            }
-            MaterialSpec::Cpm(c) => {
-                check_material_name(ctx, &p, &c.name, &out)?;
-                let params = c.params.resolve().map_err(|(field, e)| {
-                    // placed at the field as written (demhpc name or Yade alias)
-                    let at = crate::contact::law::cpm::CpmParams::names(field)
-                        .iter()
-                        .map(|n| format!("{p}.params.{n}"))
-                        .find(|q| ctx.locs.has(q));
-                    match at {
-                        Some(at) => ctx.err(&at, e),
-                        None if field.is_empty() => ctx.err(&format!("{p}.params"), e),
-                        None => ctx.err(&format!("{p}.params"), format!("{field}: {e}")),
-                    }
-                })?;
-                out.push(Material::Cpm(CpmNamed {
-                    name: c.name.clone(),
-                    params,
-                }));
-            }
-        }
+        // each law validates its own material (`contact/law/<law>/material.rs`)
+        let mat = match m {
+            MaterialSpec::Frict(s) => Material::Frict(law_material(ctx, &p, s, &out)?),
+            MaterialSpec::Cpm(s) => Material::Cpm(law_material(ctx, &p, s, &out)?),
+            MaterialSpec::Hertz(s) => Material::Hertz(law_material(ctx, &p, s, &out)?),
+            MaterialSpec::Hooke(s) => Material::Hooke(law_material(ctx, &p, s, &out)?),
+        };
+        out.push(mat);
     }
     Ok(out)
+}
+
+/// Material `p` (`materials[k]`) of law `M` after the scene's earlier materials `out`: its
+/// name checked, then validated by its law ([`LawMaterial::from_spec`]) against the first
+/// earlier material of that law.
+fn law_material<M: LawMaterial>(ctx: &Ctx, p: &str, spec: &M::Spec, out: &[Material]) -> Result<M> {
+    check_material_name(ctx, p, M::spec_name(spec), out)?;
+    M::from_spec(ctx, p, spec, out.iter().find_map(Material::as_law))
 }
 
 fn build_walls(ctx: &Ctx, specs: &[WallSpec], mats: &[Material]) -> Result<Vec<Wall>> {

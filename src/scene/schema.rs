@@ -1,15 +1,17 @@
 //! The RON schema of a scene file (serde). Every struct denies unknown fields; defaults are
 //! documented on the field. All quantities SI. See `docs/scene-format.md`.
 
+// Each material's scene form belongs to its law (`contact/law/<law>/material.rs`).
+pub use crate::contact::law::cpm::material::CpmSpec;
+pub use crate::contact::law::hertz::material::HertzSpec;
+pub use crate::contact::law::hooke::material::{CoulombSpec, HookeSpec};
+pub use crate::contact::law::linear::material::FrictSpec;
 use serde::{Deserialize, Serialize};
 
 pub type Vec3 = [f64; 3];
 
 fn zero3() -> Vec3 {
     [0.0; 3]
-}
-fn default_poisson() -> f64 {
-    0.25
 }
 /// A size not given (NaN): the other name of the field was used, or neither (refused).
 fn unset() -> f64 {
@@ -209,8 +211,12 @@ pub enum SupportSpec {
     Gids { lower: Vec<u64>, upper: Vec<u64> },
 }
 
+/// A material as the scene writes it: one variant per law, whose scene form (and validation)
+/// is the law's (`contact/law/<law>/material.rs`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum MaterialSpec {
+    /// Cundall–Strack: `Frict(name: "g", young: 1e7, friction_angle: 0.5, density: 2600)`
+    /// (`contact/law/linear.rs`).
     Frict(FrictSpec),
     /// Concrete Particle Model: `Cpm((name: "c", params: (sigmaT: 3.5e6, ...)))`; the defaults
     /// are Yade's (`contact/law/cpm.rs` `CpmParams`, `CpmMat::yade`); `cohesion`,
@@ -222,104 +228,6 @@ pub enum MaterialSpec {
     /// LAMMPS `gran/hooke/history`: `Hooke(name: "g", kn: 2e5, kt: None, gamma_n: 50,
     /// gamma_t: None, xmu: 0.5, density: 1.9)` (`contact/law/hooke.rs`).
     Hooke(HookeSpec),
-}
-
-/// Whether the Coulomb limit takes the total normal force (LAMMPS) or its elastic part (Yade).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CoulombSpec {
-    #[default]
-    Total,
-    Elastic,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HookeSpec {
-    pub name: String,
-    /// Normal stiffness Kn [N/m].
-    pub kn: f64,
-    /// Tangential stiffness Kt [N/m] (default 2/7 Kn, LAMMPS `NULL`).
-    #[serde(default)]
-    pub kt: Option<f64>,
-    /// Normal damping γ_N [1/s] (LAMMPS `gamma_n`, also written `gamman`).
-    #[serde(alias = "gamman")]
-    pub gamma_n: f64,
-    /// Tangential damping γ_T [1/s] (default γ_N / 2, LAMMPS `NULL`; 0 = LAMMPS dampflag 0).
-    #[serde(default, alias = "gammat")]
-    pub gamma_t: Option<f64>,
-    /// Friction coefficient μ (LAMMPS `xmu`; also `friction`, LIGGGHTS
-    /// `coefficientFriction`); exclusive with `friction_angle`.
-    #[serde(default, alias = "friction", alias = "coefficientFriction")]
-    pub xmu: Option<f64>,
-    /// Friction angle φ [rad] (μ = tan φ; Yade `frictionAngle`), instead of `xmu`.
-    #[serde(default, alias = "frictionAngle")]
-    pub friction_angle: Option<f64>,
-    /// Density [kg/m³].
-    pub density: f64,
-    /// `Total` (default, LAMMPS) or `Elastic` (Yade's Cundall–Strack).
-    #[serde(default)]
-    pub coulomb: CoulombSpec,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HertzSpec {
-    pub name: String,
-    /// Young's modulus E [Pa] (LIGGGHTS `youngsModulus`).
-    #[serde(alias = "youngsModulus")]
-    pub young: f64,
-    /// Poisson's ratio ν (the elastic constant, in [0, 0.5); LIGGGHTS `poissonsRatio`).
-    #[serde(alias = "poissonsRatio")]
-    pub poisson: f64,
-    /// Friction angle [rad] (μ = tan φ; Yade `frictionAngle`); exclusive with `friction`.
-    #[serde(default, alias = "frictionAngle")]
-    pub friction_angle: Option<f64>,
-    /// Friction coefficient μ (LIGGGHTS `coefficientFriction`), instead of `friction_angle`.
-    #[serde(default, alias = "coefficientFriction")]
-    pub friction: Option<f64>,
-    /// Density [kg/m³].
-    pub density: f64,
-    /// Normal restitution coefficient (default: none = elastic; LIGGGHTS
-    /// `coefficientRestitution`).
-    #[serde(default, alias = "coefficientRestitution")]
-    pub restitution: Option<f64>,
-    /// Surface energy γ [J/m²] of the DMT adhesion (default 0: none; Woo's `gamma`).
-    #[serde(default)]
-    pub surface_energy: f64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CpmSpec {
-    pub name: String,
-    #[serde(default)]
-    pub params: Box<crate::contact::law::cpm::CpmParams>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FrictSpec {
-    pub name: String,
-    /// Young's modulus [Pa] (also LIGGGHTS' `youngsModulus`).
-    #[serde(alias = "youngsModulus")]
-    pub young: f64,
-    /// kt/kn ratio, Yade's `FrictMat.poisson` (default 0.25). Not an alias of LIGGGHTS'
-    /// `poissonsRatio`, which is the elastic constant (`Hertz`'s `poisson`).
-    #[serde(default = "default_poisson")]
-    pub poisson: f64,
-    /// Friction angle [rad] (Yade `frictionAngle`); exclusive with `friction`.
-    #[serde(default, alias = "frictionAngle")]
-    pub friction_angle: Option<f64>,
-    /// Friction coefficient μ = tan φ (LIGGGHTS `coefficientFriction`), instead of
-    /// `friction_angle`.
-    #[serde(default, alias = "coefficientFriction")]
-    pub friction: Option<f64>,
-    /// Density [kg/m³].
-    pub density: f64,
-    /// Normal restitution coefficient (default: none = no viscous damping; LIGGGHTS
-    /// `coefficientRestitution`).
-    #[serde(default, alias = "coefficientRestitution")]
-    pub restitution: Option<f64>,
 }
 
 /// An outlet (`engines/outlet.rs`).

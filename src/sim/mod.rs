@@ -588,12 +588,7 @@ impl Simulation {
     /// angle `phi` (a cell stage's start: the dense-packing recipe).
     pub fn set_friction(&mut self, phi: f64) {
         for m in &mut self.materials {
-            match m {
-                crate::material::Material::Frict(f) => (f.friction_angle, f.friction) = (phi, None),
-                crate::material::Material::Hertz(h) => (h.friction_angle, h.friction) = (phi, None),
-                crate::material::Material::Hooke(h) => h.xmu = phi.tan(),
-                crate::material::Material::Cpm(_) => {}
-            }
+            m.set_friction(phi);
         }
         self.mix = MixTable::new(&self.materials).with_rolling(self.mix.rolling());
         let t = phi.tan();

@@ -34,6 +34,8 @@
 //! tension, ε_T is the displacement of 2 relative to 1 divided by d₀, and the force returned is
 //! the force on particle 1: F = A(σ_N n + σ_T) (eq. 3.30); particle 2 gets −F.
 
+pub mod material;
+
 use crate::error::{Error, Result};
 use crate::V3;
 use nalgebra::Matrix3;

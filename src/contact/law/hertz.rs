@@ -37,6 +37,8 @@
 //! lowers it; Thornton's μ (F_N + 2 F_a) is the other common choice). A free pair rests at
 //! kn δ^{3/2} = F_a; a sphere under a ceiling is held while m g < F_a.
 
+pub mod material;
+
 use super::super::geom::rotate_shear;
 use super::FrictPhys;
 use super::{select3, slip_work, ContactStep, FrictLaw};

@@ -14,6 +14,8 @@
 //! γ_N, γ_T [1/s] and the Coulomb choice are the law's ([`Hooke`]), like LAMMPS' single
 //! `pair_style` line.
 
+pub mod material;
+
 use super::FrictPhys;
 use super::{select3, slip_work, ContactStep, FrictLaw};
 use crate::V3;

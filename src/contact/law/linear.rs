@@ -2,6 +2,8 @@
 //! thesis §2.4 eq. 2.45–2.49, digest A6) with an optional viscous normal dashpot tuned to a
 //! restitution coefficient (digest A6, last bullet).
 
+pub mod material;
+
 use super::super::geom::rotate_shear;
 use super::FrictPhys;
 use super::{slip_work, ContactStep, FrictLaw};

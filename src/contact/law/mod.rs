@@ -4,13 +4,16 @@
 //! previous step, a shear vector and four pair constants in [`FrictPhys`]) and
 //! one scalar step function each ([`FrictLaw::step`]); the batched contact loop
 //! (`contact/batch.rs`) and the wall loop run that function lane by lane, monomorphised per
-//! law. Adding a frictional law is a new file here, an impl of [`FrictLaw`] and one arm of
-//! [`FrictLawKind`] (plus its material in `material.rs`). CPM keeps its own per-pair path
-//! (`cpm.rs`: more state, per-pair branches).
+//! law. Adding a frictional law is a new file here with an impl of [`FrictLaw`], one arm of
+//! [`FrictLawKind`] (and of its matches below), and the law's material in `<law>/material.rs`
+//! (scene form, validation, mixing: a [`material::LawMaterial`]; docs/ARCHITECTURE.md "Adding
+//! a frictional law"). CPM keeps its own per-pair path (`cpm.rs`: more state, per-pair
+//! branches).
 pub mod cpm;
 pub mod hertz;
 pub mod hooke;
 pub mod linear;
+pub mod material;
 pub mod rolling;
 
 use crate::V3;
