@@ -66,15 +66,6 @@ impl Ctx<'_> {
                 )
             })
     }
-    /// The path of a field of `base` as the scene writes it: `base.NAME` for the first of
-    /// `names` (the demhpc name, then its aliases) that the file holds, else for the first name.
-    pub fn written(&self, base: &str, names: &[&str]) -> String {
-        names
-            .iter()
-            .map(|n| format!("{base}.{n}"))
-            .find(|q| self.locs.has(q))
-            .unwrap_or_else(|| format!("{base}.{}", names[0]))
-    }
     pub fn data_path(&self, path: &str, rel: &str) -> Result<PathBuf> {
         let base = self.file.parent().unwrap_or(Path::new("."));
         let p = base.join(rel);

@@ -842,11 +842,6 @@ fn check_material_name(ctx: &Ctx, p: &str, name: &str, out: &[Material]) -> Resu
     Ok(())
 }
 
-/// The path of a field of `base` as the scene writes it ([`Ctx::written`]).
-fn written(ctx: &Ctx, base: &str, names: &[&str]) -> String {
-    ctx.written(base, names)
-}
-
 fn build_materials(ctx: &Ctx, specs: &[MaterialSpec]) -> Result<Vec<Material>> {
     if specs.is_empty() {
         return Err(ctx.err("materials", "at least one material is needed"));
