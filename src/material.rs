@@ -12,7 +12,7 @@ pub use crate::contact::law::linear::damping_ratio;
 pub use crate::contact::law::linear::material::FrictMat;
 use crate::contact::law::linear::material::LinearMix;
 pub use crate::contact::law::material::LawMaterial;
-use crate::contact::law::material::MixKind;
+use crate::contact::law::mix::MixKind;
 pub use crate::contact::law::rolling::Rolling;
 pub use crate::contact::law::FrictLawKind;
 pub use crate::contact::law::FrictPhys;
@@ -46,6 +46,12 @@ macro_rules! each_material {
             Material::Hooke($m) => $e,
         }
     };
+}
+
+impl crate::scene::ctx::Named for Material {
+    fn name(&self) -> &str {
+        Material::name(self)
+    }
 }
 
 impl Material {
@@ -117,7 +123,10 @@ impl PairMix {
     /// Material a (particle 1) with material b (particle 2): the law's mixing
     /// ([`LawMaterial::mix`]) when both are of one frictional law.
     pub fn of(a: &Material, b: &Material) -> PairMix {
-        let same = each_material!(a, a => b.as_law().and_then(|b| LawMaterial::mix(a, b)));
+        let same = each_material!(a, a => b
+            .as_law()
+            .and_then(|b| LawMaterial::mix(a, b))
+            .map(|(t, k)| (t, MixKind::from(k))));
         match same {
             Some((tan_phi, kind)) => PairMix { tan_phi, kind },
             // CPM pairs go through `CpmPhys::new` (contact/law/cpm.rs); a scene never mixes

@@ -62,18 +62,6 @@ pub fn from_specs(
     Ok(out)
 }
 
-/// A flow engine's name (`p`: its path): it names `series.csv` columns.
-pub fn check_name(ctx: &Ctx, p: &str, name: &str) -> Result<()> {
-    let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    if name.is_empty() || name.len() > 64 || !name.chars().all(ok) {
-        return Err(ctx.err(
-            &format!("{p}.name"),
-            "must be 1 to 64 letters, digits or `_` (it names series.csv columns)",
-        ));
-    }
-    Ok(())
-}
-
 /// A particle source or sink acting at the `pre_exchange` hook (closed enum; a handful per
 /// scene, so the outlet's exact sum inline costs nothing).
 #[derive(Clone, Debug)]

@@ -562,7 +562,7 @@ impl Inlet {
         dt: f64,
     ) -> Result<Inlet> {
         let (s, p) = (&specs[k], format!("inlets[{k}]"));
-        super::flow::check_name(ctx, &p, &s.name)?;
+        ctx.column_name(&p, &s.name)?;
         if specs[..k].iter().any(|e| e.name == s.name) {
             return Err(ctx.err(
                 &format!("{p}.name"),

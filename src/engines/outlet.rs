@@ -40,7 +40,7 @@ impl Outlet {
     /// Validate outlet `k` of `specs` (the outlets before it: for unique names).
     pub fn from_spec(ctx: &Ctx, specs: &[OutletSpec], k: usize) -> Result<Outlet> {
         let (o, p) = (&specs[k], format!("outlets[{k}]"));
-        super::flow::check_name(ctx, &p, &o.name)?;
+        ctx.column_name(&p, &o.name)?;
         if specs[..k].iter().any(|e| e.name == o.name) {
             return Err(ctx.err(
                 &format!("{p}.name"),

@@ -99,15 +99,15 @@ impl ServoWalls {
     /// The stress-controlled walls, validated: for each axis a pair of walls with normals +e_a
     /// and −e_a (the box), or a periodic axis; its walls at rest in the scene (the servo sets
     /// their velocity). A restart may change it (a triaxial test after an isotropic
-    /// compression: another mask, a strain rate). Refused with a deforming `cell`.
+    /// compression: another mask, a strain rate). Refused `with_cell` (a deforming cell).
     pub fn from_spec(
         ctx: &Ctx,
         sv: &ServoWallsSpec,
         walls: &[Wall],
         domain: &Domain,
-        cell: &Option<super::cell::CellEngine>,
+        with_cell: bool,
     ) -> Result<ServoWalls> {
-        if cell.is_some() {
+        if with_cell {
             let why = "not with a deforming cell (its stages servo the stress)";
             return Err(ctx.err("servo_walls", why));
         }

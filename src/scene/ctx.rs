@@ -4,9 +4,14 @@
 
 use super::locate::Locations;
 use crate::error::{Error, Result};
-use crate::material::Material;
 use crate::V3;
 use std::path::{Path, PathBuf};
+
+/// Something a scene names (a material): what [`Ctx::material`] looks up, so that the parse
+/// context needs no material type (the laws' material files use the context).
+pub trait Named {
+    fn name(&self) -> &str;
+}
 
 /// Parse context: turns a field path into a positioned error.
 pub struct Ctx<'a> {
@@ -54,7 +59,19 @@ impl Ctx<'_> {
             Err(self.err(path, format!("components must be finite, got {v:?}")))
         }
     }
-    pub fn material(&self, path: &str, name: &str, mats: &[Material]) -> Result<u16> {
+    /// An engine's name (`p`: its path) that names `series.csv` columns.
+    pub fn column_name(&self, p: &str, name: &str) -> Result<()> {
+        let ok = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        if name.is_empty() || name.len() > 64 || !name.chars().all(ok) {
+            return Err(self.err(
+                &format!("{p}.name"),
+                "must be 1 to 64 letters, digits or `_` (it names series.csv columns)",
+            ));
+        }
+        Ok(())
+    }
+    /// The index of the material called `name` among `mats` (the scene's materials).
+    pub fn material<M: Named>(&self, path: &str, name: &str, mats: &[M]) -> Result<u16> {
         mats.iter()
             .position(|m| m.name() == name)
             .map(|k| k as u16)

@@ -426,7 +426,13 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
         None => None,
     };
     let servo_walls = match &sf.servo_walls {
-        Some(sv) => Some(ServoWalls::from_spec(ctx, sv, &walls, &domain, &cell)?),
+        Some(sv) => Some(ServoWalls::from_spec(
+            ctx,
+            sv,
+            &walls,
+            &domain,
+            cell.is_some(),
+        )?),
         None => None,
     };
     if sf.energy {

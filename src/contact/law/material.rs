@@ -1,7 +1,7 @@
 //! What a law's material is to the set-up (never to the contact loop): each law's
 //! `<law>/material.rs` holds its material's scene form (the `MaterialSpec` variant), its
 //! validation ([`LawMaterial::from_spec`]), its constants for the time step and, for a
-//! frictional law, its pair mixing (the law's [`MixKind`] arm). `crate::material` dispatches to
+//! frictional law, its pair mixing (its arm of `law/mix.rs`'s `MixKind`). `crate::material` dispatches to
 //! them through one `match` per closed enum.
 //!
 //! Dependencies go one way: `crate::material` imports the laws; the laws never import
@@ -54,35 +54,17 @@ pub trait LawMaterial: Sized + 'static {
     /// Take the friction angle `phi` (a cell stage's start); nothing for a law without one.
     fn set_friction(&mut self, _phi: f64) {}
 
+    /// The law's part of a material pair's constants (its [`PairConsts`]; a law without
+    /// pair mixing, CPM: `std::convert::Infallible`). `law/mix.rs` wraps it into the closed
+    /// enum `MixKind`.
+    type Mix;
+
     /// The pair constants of materials `a` (particle 1) and `b` (particle 2): tan φ of the
     /// pair and the law's part that depends on the two materials alone; `None`: not a
     /// frictional law.
-    fn mix(_a: &Self, _b: &Self) -> Option<(f64, MixKind)> {
+    fn mix(_a: &Self, _b: &Self) -> Option<(f64, Self::Mix)> {
         None
     }
-}
-
-/// The frictional law's part of a material pair's mixing (`crate::material::PairMix`), one arm
-/// per law, each a [`PairConsts`] of its `<law>/material.rs`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum MixKind {
-    /// Cundall–Strack (`Frict`).
-    Linear(super::linear::material::LinearMix),
-    /// Hertz–Mindlin.
-    Hertz(super::hertz::material::HertzMix),
-    /// LAMMPS hooke/history.
-    Hooke(super::hooke::material::HookeMix),
-}
-
-/// `$e` with `$k` bound to the [`PairConsts`] of `$x`'s arm: the one `match` over [`MixKind`].
-macro_rules! each_mix {
-    ($x:expr, $k:ident => $e:expr) => {
-        match $x {
-            MixKind::Linear($k) => $e,
-            MixKind::Hertz($k) => $e,
-            MixKind::Hooke($k) => $e,
-        }
-    };
 }
 
 /// A frictional law's constants of one material pair: what a new contact's [`FrictPhys`] is
@@ -101,25 +83,6 @@ pub trait PairConsts: Copy {
     /// The law's constants as the GPU kernels read them (`mix_phys` of `gpu/kernels/dem.h`),
     /// into `row` (the pair's row after tan φ); an absent dashpot as −1.
     fn gpu_row(&self, row: &mut [f64]);
-}
-
-impl MixKind {
-    /// [`PairConsts::phys`] of this law.
-    #[inline]
-    pub fn phys(&self, tan_phi: f64, r1: f64, r2: f64, m_eff: f64) -> FrictPhys {
-        each_mix!(self, k => k.phys(tan_phi, r1, r2, m_eff))
-    }
-
-    /// [`PairConsts::wall_phys`] of this law.
-    #[inline]
-    pub fn wall_phys(&self, tan_phi: f64, r: f64, m: f64) -> FrictPhys {
-        each_mix!(self, k => k.wall_phys(tan_phi, r, m))
-    }
-
-    /// [`PairConsts::gpu_row`] of this law.
-    pub fn gpu_row(&self, row: &mut [f64]) {
-        each_mix!(self, k => k.gpu_row(row))
-    }
 }
 
 /// tan φ of a pair, the smaller friction of materials a and b, each (φ, μ as given): tan of

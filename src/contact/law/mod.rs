@@ -14,6 +14,7 @@ pub mod hertz;
 pub mod hooke;
 pub mod linear;
 pub mod material;
+pub mod mix;
 pub mod rolling;
 
 use crate::V3;

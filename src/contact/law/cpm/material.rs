@@ -1,6 +1,6 @@
 //! The CPM material as the scene names it (`Cpm(name: …, params: (…))`): its scene form and
 //! validation ([`CpmParams::resolve`], errors placed at the field as written). CPM pairs are
-//! mixed by `CpmPhys::new`, not by the frictional laws' [`MixKind`](super::super::material::MixKind).
+//! mixed by `CpmPhys::new`, not by the frictional laws' `MixKind` (`law/mix.rs`).
 
 use super::{CpmMat, CpmParams};
 use crate::contact::law::material::LawMaterial;
@@ -25,6 +25,7 @@ pub struct CpmNamed {
 }
 
 impl LawMaterial for CpmNamed {
+    type Mix = std::convert::Infallible;
     type Spec = CpmSpec;
 
     fn spec_name(spec: &CpmSpec) -> &str {

@@ -3,7 +3,7 @@
 
 use super::{alpha_for_restitution, HertzMindlin};
 use crate::contact::law::material::{
-    friction, min_restitution, mix_mu, restitution, LawMaterial, MixKind, PairConsts, ANGLE_NAMES,
+    friction, min_restitution, mix_mu, restitution, LawMaterial, PairConsts, ANGLE_NAMES,
     FRICTION_NAMES,
 };
 use crate::contact::law::{FrictLawKind, FrictPhys};
@@ -62,6 +62,7 @@ pub struct HertzMat {
 }
 
 impl LawMaterial for HertzMat {
+    type Mix = HertzMix;
     type Spec = HertzSpec;
 
     fn spec_name(spec: &HertzSpec) -> &str {
@@ -137,7 +138,7 @@ impl LawMaterial for HertzMat {
         (self.friction_angle, self.friction) = (phi, None);
     }
 
-    fn mix(a: &Self, b: &Self) -> Option<(f64, MixKind)> {
+    fn mix(a: &Self, b: &Self) -> Option<(f64, Self::Mix)> {
         let (e_star, g_star) = hertz_moduli(a, b);
         let tan_phi = mix_mu(
             (a.friction_angle, a.friction),
@@ -145,13 +146,13 @@ impl LawMaterial for HertzMat {
         );
         Some((
             tan_phi,
-            MixKind::Hertz(HertzMix {
+            HertzMix {
                 e_star,
                 g_star,
                 alpha: min_restitution(a.restitution, b.restitution)
                     .filter(|&e| e < 1.0)
                     .map(alpha_for_restitution),
-            }),
+            },
         ))
     }
 }

@@ -4,7 +4,7 @@
 //! and ρ may differ.
 
 use super::Hooke;
-use crate::contact::law::material::{friction, LawMaterial, MixKind, PairConsts, ANGLE_NAMES};
+use crate::contact::law::material::{friction, LawMaterial, PairConsts, ANGLE_NAMES};
 use crate::contact::law::{FrictLawKind, FrictPhys};
 use crate::error::Result;
 use crate::scene::ctx::Ctx;
@@ -71,6 +71,7 @@ pub struct HookeMat {
 }
 
 impl LawMaterial for HookeMat {
+    type Mix = HookeMix;
     type Spec = HookeSpec;
 
     fn spec_name(spec: &HookeSpec) -> &str {
@@ -148,11 +149,8 @@ impl LawMaterial for HookeMat {
     }
 
     /// One pair_style line: kn, kt are the same for all Hooke materials (validation).
-    fn mix(a: &Self, b: &Self) -> Option<(f64, MixKind)> {
-        Some((
-            a.xmu.min(b.xmu),
-            MixKind::Hooke(HookeMix { kn: a.kn, kt: a.kt }),
-        ))
+    fn mix(a: &Self, b: &Self) -> Option<(f64, Self::Mix)> {
+        Some((a.xmu.min(b.xmu), HookeMix { kn: a.kn, kt: a.kt }))
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::damping_ratio;
 use crate::contact::law::material::{
-    friction, min_restitution, mix_mu, restitution, LawMaterial, MixKind, PairConsts, ANGLE_NAMES,
+    friction, min_restitution, mix_mu, restitution, LawMaterial, PairConsts, ANGLE_NAMES,
     FRICTION_NAMES,
 };
 use crate::contact::law::{FrictLawKind, FrictPhys};
@@ -63,6 +63,7 @@ pub struct FrictMat {
 }
 
 impl LawMaterial for FrictMat {
+    type Mix = LinearMix;
     type Spec = FrictSpec;
 
     fn spec_name(spec: &FrictSpec) -> &str {
@@ -107,20 +108,20 @@ impl LawMaterial for FrictMat {
         (self.friction_angle, self.friction) = (phi, None);
     }
 
-    fn mix(a: &Self, b: &Self) -> Option<(f64, MixKind)> {
+    fn mix(a: &Self, b: &Self) -> Option<(f64, Self::Mix)> {
         let tan_phi = mix_mu(
             (a.friction_angle, a.friction),
             (b.friction_angle, b.friction),
         );
         Some((
             tan_phi,
-            MixKind::Linear(LinearMix {
+            LinearMix {
                 two_e: [2.0 * a.young, 2.0 * b.young],
                 poisson: [a.poisson, b.poisson],
                 two_zeta: min_restitution(a.restitution, b.restitution)
                     .filter(|&e| e < 1.0)
                     .map(|e| 2.0 * damping_ratio(e)),
-            }),
+            },
         ))
     }
 }
