@@ -12,7 +12,7 @@
 #   bash bench/gpu_variants.sh                                           # (there; OUT=dir for logs)
 #
 # The bundle (.bundle/mpi.tar.xz) holds demhpc built with --features gpu and the test binary
-# of tests/gpu.rs as gpu_tests: ../shared/tools/mpi-bundle/build.sh .bundle/mpi.tar.xz
+# of tests/suite/gpu.rs as gpu_tests: ../shared/tools/mpi-bundle/build.sh .bundle/mpi.tar.xz
 # target/release/demhpc target/release/deps/gpu-HASH (renamed gpu_tests).
 set -uo pipefail
 T0=$(date +%s)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reference kinetic-energy trajectory of LAMMPS' own gran/hooke/history settle, for
-# tests/lammps_hooke.rs (issue 20, acceptance 3). Rerun it to refresh
+# tests/suite/lammps_hooke.rs (issue 20, acceptance 3). Rerun it to refresh
 # tests/data/lammps_hooke_settle_ke.csv:
 #
 #   bench/lammps_hooke_reference.sh            # needs lmp (Debian package lammps) and python3

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reference kinetic-energy trajectory of LIGGGHTS on the drum validation case, for
-# tests/mesh.rs `drum_follows_liggghts_kinetic_energy` (issue 21). Rerun it to refresh
+# tests/suite/mesh.rs `drum_follows_liggghts_kinetic_energy` (issue 21). Rerun it to refresh
 # tests/data/liggghts_drum_ke.csv:
 #
 #   bench/liggghts_drum_reference.sh           # needs liggghts (Debian package liggghts)

@@ -5,7 +5,7 @@
 #
 #   scripts/setup.sh            # install what is missing
 #   scripts/setup.sh --peers    # also the peer codes the benchmarks run (LIGGGHTS and Yade)
-#                               # and ParaView (its XDMF readers in tests/xdmf_readers.rs, headless
+#                               # and ParaView (its XDMF readers in tests/suite/xdmf_readers.rs, headless
 #                               # rendering by scripts/render_drum.py): with their VTK, Qt,
 #                               # Python dependencies hundreds of packages, so not for CI
 #   DEMHPC_SKIP_SETUP=1 ...     # (honoured by run.sh / test.sh) skip this step
@@ -22,7 +22,7 @@ PACKAGES=(
     lammps
     shellcheck
     python3-h5py python3-numpy python3-matplotlib
-    # XDMF reader of tests/xdmf_readers.rs (~7 MB with its dependencies; ParaView is --peers)
+    # XDMF reader of tests/suite/xdmf_readers.rs (~7 MB with its dependencies; ParaView is --peers)
     python3-meshio
 )
 # Peers for the side-by-side benchmarks only (bench/liggghts_hertz.sh, bench/yade_cpm.sh);
@@ -80,7 +80,7 @@ if command -v rustup >/dev/null 2>&1; then
 fi
 
 # NVRTC, CUDA's run-time compiler, for the compile check of the GPU kernels
-# (tests/gpu.rs kernels_compile_to_ptx; no GPU needed): libnvrtc.so.12 from NVIDIA's wheel
+# (tests/suite/gpu.rs kernels_compile_to_ptx; no GPU needed): libnvrtc.so.12 from NVIDIA's wheel
 # nvidia-cuda-nvrtc-cu12, unpacked under $DEMHPC_NVRTC_DIR (scripts/env.sh puts it on the
 # library path). pip with -s: the user's own site packages play no part.
 if [ ! -e "$DEMHPC_NVRTC_DIR/libnvrtc.so.12" ]; then

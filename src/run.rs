@@ -892,7 +892,7 @@ fn sync_gpu(
 /// outputs of step STEP on (series row, snapshot, checkpoint), every write beyond BYTES bytes
 /// of a file (`RLIMIT_FSIZE`, with SIGXFSZ ignored so that writes fail with EFBIG as on a
 /// full disk or an exhausted quota) — on rank RANK only, or on every rank. A real write
-/// failure deep in MPI-IO or HDF5, without mounting a small file system (tests/faults.rs).
+/// failure deep in MPI-IO or HDF5, without mounting a small file system (tests/suite/faults.rs).
 #[derive(Clone, Copy, Debug)]
 struct FaultHook {
     step: u64,

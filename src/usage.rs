@@ -16,7 +16,7 @@ fn usage() -> Option<libc::rusage> {
 /// mark (`ru_maxrss`, kB on Linux), so memory freed again still counts. It includes what the
 /// MPI library maps: under `mpirun` with its default binding Open MPI 4.1 loads hwloc's
 /// plugins (X11, OpenCL, libxml2: +3 MB) for 3 ranks or more but not for 2, so compare rank
-/// counts with `--bind-to none` (tests/scaling_memory.rs).
+/// counts with `--bind-to none` (tests/suite/scaling_memory.rs).
 pub fn peak_rss_mb() -> f64 {
     usage().map_or(0.0, |u| u.ru_maxrss as f64 * 1024.0 / 1e6)
 }

@@ -477,7 +477,7 @@ const MAX_STR_ATTR: usize = 1 << 20;
 /// Write `value` as a *fixed-length* UTF-8 string attribute `name` of the object `loc` (a
 /// scalar of exactly its bytes). Variable-length strings live in HDF5's global heap, and a
 /// damaged heap reference makes HDF5 itself crash when it reads them (`H5HG_read`, found by
-/// tests/corrupt.rs): a fixed-length string holds its bytes in the attribute message.
+/// tests/suite/corrupt.rs): a fixed-length string holds its bytes in the attribute message.
 /// h5py reads it as `bytes` (`f.attrs[name].decode()`).
 pub fn write_str_attr(loc: &hdf5::Location, name: &str, value: &str) -> hdf5::Result<()> {
     use hdf5_sys::h5a::{H5Aclose, H5Acreate2, H5Awrite};

@@ -6,7 +6,7 @@
 //! temporal collections side by side — the meshes' `Triangle` grids (with meshes) and the
 //! particles' `Polyvertex` grids ([`xdmf`]) — which ParaView opens directly with any of its
 //! XDMF readers and meshio's `TimeSeriesReader` reads at every time (CONVENTIONS.md "Files the
-//! project writes"; `tests/xdmf_readers.rs` loads it with ParaView and meshio).
+//! project writes"; `tests/suite/xdmf_readers.rs` loads it with ParaView and meshio).
 //!
 //! Writing is collective and no rank holds more than its share of the scene. Gids are dense,
 //! 0..N−1: every generator numbers its spheres consecutively from its first gid (a LAMMPS file's
@@ -509,7 +509,7 @@ impl SnapshotWriter {
 /// exactly 0..N−1 (row k is gid k), so it serves without a dataset of its own (`vertex` where
 /// it does not). Without one, ParaView's Xdmf3 readers (`Xdmf3ReaderS`/`T`) and meshio make
 /// no cells: the points carry the attributes but the Points and Surface representations show
-/// nothing (`tests/xdmf_readers.rs`).
+/// nothing (`tests/suite/xdmf_readers.rs`).
 pub fn xdmf(entries: &[Entry]) -> String {
     let mut s = String::from(
         "<?xml version=\"1.0\" ?>\n<!DOCTYPE Xdmf SYSTEM \"Xdmf.dtd\" []>\n<Xdmf Version=\"3.0\">\n <Domain>\n",

@@ -700,7 +700,7 @@ impl Simulation {
 
     /// The energy budget now (collective): the state terms (kinetic, elastic) from the
     /// current state, the cumulative terms summed over the ranks; `None` without tracking.
-    /// Its [`Budget::total`] stays constant to the integration error (tests/energy.rs).
+    /// Its [`Budget::total`] stays constant to the integration error (tests/suite/energy.rs).
     pub fn energy_budget(&self) -> Option<Budget> {
         let book = self.engines.get::<EnergyBook>()?;
         let ps = &self.ps;

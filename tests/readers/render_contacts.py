@@ -6,7 +6,7 @@ centres coloured by the normal force `fn` (issue 32), as a user would show it.
 Reads snapshots.xmf with Xdmf3ReaderT (one block per collection) at its last time, picks the block with the cell array
 `fn` (the contacts' Polyline grid), colours it by `fn` (the colour map's range set to the data's)
 and saves a screenshot. Prints `lines N`, `range MIN MAX` (the colour map's) and `png PATH`.
-Exits 77 when ParaView's Python modules are absent. Run by tests/xdmf_readers.rs.
+Exits 77 when ParaView's Python modules are absent. Run by tests/suite/xdmf_readers.rs.
 """
 
 import sys

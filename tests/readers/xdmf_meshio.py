@@ -12,7 +12,7 @@
    snapshots.xmf, which `meshio.read` then reads (it reads one grid per file); the time comes
    from the grid's Time element.
 
-Run by tests/xdmf_readers.rs (the cheap reader check, always on); the dump format is that of
+Run by tests/suite/xdmf_readers.rs (the cheap reader check, always on); the dump format is that of
 tests/readers/xdmf_paraview.py. Exits 77 when meshio is absent (Debian: python3-meshio).
 """
 

@@ -4,7 +4,7 @@
 
 READER: the paraview.simple names of the readers ParaView's "Open" offers for .xmf files:
 Xdmf3ReaderS ("Xdmf3 Reader"), Xdmf3ReaderT (top-level partition) and XDMFReader
-(the XDMF 2 reader); all three by default. Run by tests/xdmf_readers.rs, which checks the
+(the XDMF 2 reader); all three by default. Run by tests/suite/xdmf_readers.rs, which checks the
 numbers; the dump format is that of tests/readers/xdmf_meshio.py:
 
     reader NAME

@@ -6,7 +6,7 @@ use crate::common;
 
 use common::*;
 
-/// The triaxial test of tests/cell.rs (300 spheres, iso compression frictionless, then shear
+/// The triaxial test of tests/suite/cell.rs (300 spheres, iso compression frictionless, then shear
 /// with tan φ = 0.5 at constant lateral stress to 2 % axial strain), with energy tracking.
 fn triax() -> String {
     periodic_packing(
@@ -364,7 +364,7 @@ fn prescribed_motion_does_the_boundary_work() {
     assert!(closure < 1e-3, "closure {closure:e}");
 }
 
-/// A CPM specimen (the 1:1:2 cuboid of tests/cpm.rs, the thesis' full model: log surface,
+/// A CPM specimen (the 1:1:2 cuboid of tests/suite/cpm.rs, the thesis' full model: log surface,
 /// compressive hardening; Yade's public law takes the batched loop, the same bits) pulled by
 /// the uniaxial strainer through its peak into softening (40 % of the peak), damping 0.4:
 /// the supports' work (prescribed motion) = elastic energy + damage + slip + damping +

@@ -20,7 +20,7 @@ use support::BIN;
 const PYTHON: &str = "/usr/bin/python3";
 const H5DUMP: &str = "/usr/bin/h5dump";
 
-const SCENE: &str = r#"// two_spheres with snapshots (tests/outputs.rs)
+const SCENE: &str = r#"// two_spheres with snapshots (tests/suite/outputs.rs)
 Scene(
     name: "two_spheres_out",
     materials: [

@@ -1,7 +1,7 @@
 //! Property tests of the scene parser, in process (issue 18): arbitrary text and mutated
 //! shipped scenes never make `Scene::parse` panic, and every error it returns is bad input
 //! (`Error::Scene` with a position, or `Error::Input`) — never a runtime, I/O or stop error.
-//! The binary-level fuzzing (exit codes, hangs, memory) is `tests/fuzz_scenes.rs`.
+//! The binary-level fuzzing (exit codes, hangs, memory) is `tests/suite/fuzz_scenes.rs`.
 
 use demhpc::scene::Scene;
 use demhpc::Error;

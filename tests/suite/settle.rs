@@ -22,7 +22,7 @@ const REST_STEPS: u64 = 320_000;
 
 /// The end of the fast decay, same realisation. Measured (2026-11-28): KE/peak 2.3e-3 at
 /// 40 000, 9.5e-4 at 50 000, 5.3e-4 at 60 000 (translational 3.3e-4), 1.6e-4 at 120 000; the
-/// largest overlap 8.5e-4 of a radius.
+/// largest overlap 8.5e-4 of a radius; bulk coordination 4.00 at 60 000.
 const DECAY_STEPS: u64 = 60_000;
 
 fn out_dir(steps: u64) -> PathBuf {
@@ -35,18 +35,20 @@ fn out_dir(steps: u64) -> PathBuf {
 fn settle_forms_a_physical_packing_and_decays() {
     // 4× above the measured 5.3e-4 (and the translational part above its 3.3e-4): a
     // deposition that stops losing energy, or never loses it, fails
-    settle(DECAY_STEPS, 2e-3, 1.5e-3);
+    // bulk coordination 4.00 at 60 000 (4.56 at rest): a packing still closing up
+    settle(DECAY_STEPS, 2e-3, 1.5e-3, 3.5);
 }
 
 #[test]
 #[ignore = "long (about four minutes on 2 cores): scripts/test.sh --long"]
 fn settle_comes_to_rest_in_a_physical_packing() {
-    settle(REST_STEPS, 1e-6, 1e-7);
+    settle(REST_STEPS, 1e-6, 1e-7, 4.0);
 }
 
 /// Run the scene `steps` steps; the kinetic energy at the end below `ke_max` of its peak
-/// (translational below `trans_max`), and the packing physical.
-fn settle(steps: u64, ke_max: f64, trans_max: f64) {
+/// (translational below `trans_max`), and the packing physical: the bulk coordination
+/// between `z_min` and 7.
+fn settle(steps: u64, ke_max: f64, trans_max: f64, z_min: f64) {
     let out = out_dir(steps);
     let st = Command::new(env!("CARGO_BIN_EXE_demhpc"))
         .args([
@@ -115,6 +117,6 @@ fn settle(steps: u64, ke_max: f64, trans_max: f64) {
     }
     let coord = sum as f64 / n as f64;
     assert!(n > 1000, "bulk has {n} particles");
-    assert!((4.0..=7.0).contains(&coord), "bulk coordination {coord}");
+    assert!((z_min..=7.0).contains(&coord), "bulk coordination {coord}");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -1,4 +1,4 @@
-//! Triangle meshes the mesh tests share (included by `support` and, by path, by tests/mesh.rs).
+//! Triangle meshes the mesh tests share (included by `support` and, by path, by tests/suite/mesh.rs).
 
 use demhpc::V3;
 use std::f64::consts::PI;

@@ -80,7 +80,7 @@ impl FrictLaw for HertzMindlin {
         // whole limited force (ξ = F_T/S_T): the same forces in gross sliding (C&O tests 4–6
         // unchanged), but at an impact's onset it stored the dashpot's share in the tiny
         // S_T, ½ F_T²/S_T of energy from nothing — the energy budget showed +6 % of the
-        // kinetic energy in an oblique impact at e = 0.5 (tests/energy.rs).
+        // kinetic energy in an oblique impact at e = 0.5 (tests/suite/energy.rs).
         let (slip, ratio) = t.limit();
         let ft = t.ft * if slip { ratio } else { 1.0 };
         let xi = select3(slip, t.xi * ratio, t.xi);

@@ -97,7 +97,7 @@ pub struct ContactStep {
 /// the difference, ½ (old + new) · (trial − new)/k, went to the slider. At a steady limit
 /// (old = new) it is Yade's `plastDissip`, (trial − new) · new/k; when the limit falls with
 /// the normal force it is the spring's release ½ (|old|² − |new|²)/k, which Yade's form
-/// misses. Measured (tests/energy.rs, Yade's form in brackets): the `Hooke` squeezed box closes
+/// misses. Measured (tests/suite/energy.rs, Yade's form in brackets): the `Hooke` squeezed box closes
 /// to 5e-5 (2.6e-3) of the input work, its oblique sliding impact to 4.4e-4 (2.4e-3); the
 /// Cundall–Strack and Hertz cases are within their dashpots' first-order error either way.
 /// Zero without slip (trial = new) or without a spring.

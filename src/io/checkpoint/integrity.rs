@@ -28,7 +28,7 @@ const MAX_RANGES: usize = (USERBLOCK as usize - 52) / 16;
 /// The integrity block protects what the datasets' checksums cannot: HDF5's own metadata
 /// (superblock, object headers, attributes, B-trees, heaps). HDF5 1.10 does not check it and
 /// crashes on some damage to it (a segfault decoding an attribute message, a huge allocation
-/// from a damaged shape: found by flipping bits, tests/corrupt.rs), so every byte of the file
+/// from a damaged shape: found by flipping bits, tests/suite/corrupt.rs), so every byte of the file
 /// outside the datasets' raw data is checksummed here and verified with plain reads *before*
 /// HDF5 opens the file. Layout (little-endian): magic (16 bytes), version u32 = 1, number n of
 /// data ranges u32, file length u64, metadata bytes u64, metadata CRC-32C u32, 0u32, then n ×

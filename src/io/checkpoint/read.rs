@@ -337,7 +337,7 @@ pub fn read_local(
 
 /// Test hook: `DEMHPC_CHECKPOINT_SCAN_ALL=1` makes every rank scan every row, as for a
 /// version-1 file (no index): the O(N)-per-rank reading the index replaced, kept reachable so
-/// that tests/scaling_memory.rs can show its memory measure sees the difference.
+/// that tests/suite/scaling_memory.rs can show its memory measure sees the difference.
 fn scan_all() -> bool {
     std::env::var_os("DEMHPC_CHECKPOINT_SCAN_ALL").is_some_and(|v| v == "1")
 }

@@ -221,7 +221,7 @@ fn dataset<T: H5Type>(
 }
 
 /// Test hook: `DEMHPC_TEST_CHECKPOINT_FORMAT=2` writes a version-2 file (no `particles/tag`),
-/// as demhpc did before tags, so that tests/checkpoint.rs can restart from one.
+/// as demhpc did before tags, so that tests/suite/checkpoint.rs can restart from one.
 fn write_version() -> u64 {
     match std::env::var("DEMHPC_TEST_CHECKPOINT_FORMAT").as_deref() {
         Ok("2") => 2,
@@ -232,7 +232,7 @@ fn write_version() -> u64 {
 
 /// Test hook: `DEMHPC_FAULT_KILL_IN_CHECKPOINT=STEP` makes the process SIGKILL itself half-way
 /// through writing the checkpoint of that step (particles written, contacts not), as the OOM
-/// killer or `scancel --signal=KILL` would. tests/checkpoint.rs uses it to show that a crash
+/// killer or `scancel --signal=KILL` would. tests/suite/checkpoint.rs uses it to show that a crash
 /// mid-write leaves the previous checkpoint and `latest` intact.
 fn fault_kill(step: u64) {
     let hit = std::env::var("DEMHPC_FAULT_KILL_IN_CHECKPOINT")
