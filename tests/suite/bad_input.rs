@@ -724,11 +724,12 @@ fn random_fill_tiny_radius_in_large_box() {
 /// Every scene in `tests/bad_scenes/` has a test above (a new file without one fails here).
 #[test]
 fn every_bad_scene_is_tested() {
-    let src =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/bad_input.rs"))
-            .unwrap()
-            .split_whitespace()
-            .collect::<String>();
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite/bad_input.rs"),
+    )
+    .unwrap()
+    .split_whitespace()
+    .collect::<String>();
     let mut n = 0;
     for f in entries(&bad_dir()) {
         if let Some(stem) = f.strip_suffix(".ron") {
