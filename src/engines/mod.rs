@@ -319,8 +319,8 @@ pub struct EngineState {
     #[serde(default)]
     pub energy: Option<Vec<Vec<i64>>>,
     /// The protocol's place: its stage, when it began, what has begun (scenes with `stages`;
-    /// serde default).
-    #[serde(default)]
+    /// serde default; not written without: the engine text of other scenes stays as it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<protocol::ProtocolState>,
 }
 

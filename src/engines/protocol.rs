@@ -292,21 +292,21 @@ impl Protocol {
         let elapsed = time - self.st.start_time;
         let mut held: Vec<(bool, String)> = Vec::new();
         if let Some(k) = u.steps {
-            held.push((n >= k, format!("{n} steps (of {k})")));
+            held.push((n >= k, format!("{n} steps (goal {k})")));
         }
         if let Some(t) = u.time {
-            held.push((elapsed >= t, format!("{elapsed:.6e} s (of {t:.6e} s)")));
+            held.push((elapsed >= t, format!("{elapsed:.6e} s (goal {t:.6e} s)")));
         }
         if let (Some(max), Some(k)) = (u.ke_below, ke) {
             held.push((
                 k < max,
-                format!("kinetic energy {k:.6e} J (below {max:.6e} J)"),
+                format!("kinetic energy {k:.6e} J (goal: below {max:.6e} J)"),
             ));
         }
         if let (Some(max), Some(x)) = (u.unbalanced_below, unb) {
             held.push((
                 x < max,
-                format!("unbalanced force {x:.6e} (below {max:.6e})"),
+                format!("unbalanced force {x:.6e} (goal: below {max:.6e})"),
             ));
         }
         let met = match u.all {
