@@ -451,6 +451,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         cell: sim.engines.has::<crate::engines::cell::CellEngine>(),
         servo: sim.engines.has::<crate::engines::servo_wall::ServoWalls>(),
         energy: sim.engines.has::<crate::engines::energy::EnergyBook>(),
+        stage: sim.engines.has::<crate::engines::protocol::Protocol>(),
     };
     let series = match (root, opts.restart.is_some()) {
         (true, false) => Series::create(&series_path, n_walls, n_meshes, outlets, more).map(Some),
@@ -633,6 +634,12 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                         "strainer: stress fell below the stop fraction of the peak at step {}",
                         sim.step
                     );
+                } else if root && protocol_done(&sim) {
+                    info!(
+                        "protocol: the last stage ended at step {}, before the run length \
+                         ({end}): the run ends",
+                        sim.step
+                    );
                 } else if root {
                     info!("cell: the last stage ended at step {}", sim.step);
                 }
@@ -732,6 +739,27 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             ),
             false => {
                 info!("cell: --steps {end} ended the run in stage `{name}` ({k} of {m}): {goals}")
+            }
+        }
+    }
+    // a protocol still in a stage when the run reached its last step
+    if let (Some(p), true, true) = (
+        sim.engines.get::<crate::engines::protocol::Protocol>(),
+        stopped.is_none() && sim.step >= end,
+        root,
+    ) {
+        if let Some(st) = p.current() {
+            let (k, m) = (p.st.stage + 1, p.stages.len());
+            match scene_end {
+                true => warn!(
+                    "protocol: the run length ({end} steps) ended the run in stage {k}/{m} \
+                     `{}`, before the protocol's end (a longer `run`)",
+                    st.name
+                ),
+                false => info!(
+                    "protocol: --steps {end} ended the run in stage {k}/{m} `{}`",
+                    st.name
+                ),
             }
         }
     }
@@ -937,6 +965,14 @@ impl FaultHook {
 
 /// Flush the CSV files rank 0 keeps open (their rows reach the disk before a checkpoint that
 /// a restart would continue them from).
+/// The scene's protocol ran its last stage.
+fn protocol_done(sim: &Simulation) -> bool {
+    use crate::engines::Hooks;
+    sim.engines
+        .get::<crate::engines::protocol::Protocol>()
+        .is_some_and(|p| p.finished())
+}
+
 fn flush(series: &mut Option<Series>, strain: &mut Option<StrainSeries>) -> Result<()> {
     if let Some(s) = series.as_mut() {
         s.flush()?;

@@ -23,7 +23,7 @@
 //! [`StepView`]; the engines whose hooks need more of it (the flow engines' migration of
 //! contacts, the cell's stress measurement, the energy book's tally) have that part of their
 //! hook in `sim/` (`Simulation::pre_exchange` in `sim/rebuild.rs`; `cell_servo`, `servo_measure`,
-//! `tally_contacts`, `cell_stage_test` in `sim/hooks.rs`).
+//! `tally_contacts`, `cell_stage_test`, `protocol_start`, `protocol_test` in `sim/hooks.rs`).
 
 pub mod cell;
 pub mod energy;
@@ -31,6 +31,7 @@ pub mod flow;
 pub mod force;
 pub mod inlet;
 pub mod outlet;
+pub mod protocol;
 pub mod region;
 pub mod servo_wall;
 pub mod strainer;
@@ -194,6 +195,7 @@ engines! {
     Cell(cell::CellEngine),
     Energy(energy::EnergyBook),
     Force(force::ForceEngine),
+    Protocol(protocol::Protocol),
 }
 
 /// The engines of a simulation, in the order their hooks run.
@@ -316,6 +318,10 @@ pub struct EngineState {
     /// (`EnergyBook::sums`).
     #[serde(default)]
     pub energy: Option<Vec<Vec<i64>>>,
+    /// The protocol's place: its stage, when it began, what has begun (scenes with `stages`;
+    /// serde default; not written without: the engine text of other scenes stays as it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<protocol::ProtocolState>,
 }
 
 impl EngineState {

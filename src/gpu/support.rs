@@ -40,6 +40,7 @@ fn unsupported(scene: &Scene) -> Option<(String, String)> {
     .or_else(|| on(scene.cell.is_some(), "cell", "the deforming periodic cell"))
     .or_else(|| on(scene.servo_walls.is_some(), "servo_walls", "servo walls"))
     .or_else(|| on(scene.energy, "energy", "energy tracking"))
+    .or_else(|| on(scene.protocol.is_some(), "stages", "protocols (stages)"))
     .or_else(|| {
         on(
             scene.walls.len() > MAX_WALLS,

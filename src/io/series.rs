@@ -92,6 +92,14 @@ fn series_header(n_walls: usize, n_meshes: usize, flow: Option<&[String]>, more:
     if more.energy {
         head += ENERGY_COLUMNS;
     }
+    if more.stage {
+        // the cell's columns have a `stage` of their own (its servo's)
+        head += if more.cell {
+            ",protocol_stage"
+        } else {
+            ",stage"
+        };
+    }
     head + NETWORK_COLUMNS
 }
 
@@ -104,12 +112,14 @@ pub const NETWORK_COLUMNS: &str =
     ",mean_coordination,fabric_e1,fabric_e2,fabric_e3,sliding_fraction";
 
 /// The optional column groups of a scene: a deforming cell's, the servo walls', the energy
-/// budget's.
+/// budget's, the protocol's stage (from 0: the stage that ran the row's step).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Extra {
     pub cell: bool,
     pub servo: bool,
     pub energy: bool,
+    /// The protocol's stage (scenes with `stages`).
+    pub stage: bool,
 }
 
 /// The servo walls' columns (`engines::servo_wall`): the stress of each axis from its walls'
@@ -212,6 +222,9 @@ impl Series {
                 e.flow,
                 e.total()
             );
+        }
+        if let Some(k) = s.stage {
+            line += &format!(",{k}");
         }
         let nw = &s.network;
         line += &format!(

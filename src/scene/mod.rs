@@ -80,6 +80,9 @@ pub struct Scene {
     /// The scene's other engines (force engines, ...), validated, each with its field path
     /// (`forces[0]`); the simulation runs them after the built-in ones.
     pub engines: Vec<(String, crate::engines::Engine)>,
+    /// The protocol (`stages`; `engines/protocol.rs`), kept apart from `engines`: a restart
+    /// may append stages (the engine's checkpoint state says which have begun).
+    pub protocol: Option<crate::engines::protocol::Protocol>,
 }
 
 fn parse_blocked(s: &str) -> std::result::Result<u8, String> {
@@ -438,6 +441,8 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
     if sf.energy {
         engines::energy::check_spec(ctx, &materials, &cell)?;
     }
+    let servo = |k: usize| servo_walls.as_ref().is_some_and(|s| s.slot(k).is_some());
+    let protocol = engines::protocol::Protocol::from_spec(ctx, &sf.stages, &walls, &servo)?;
     let name = scene_name(ctx, &sf.name)?;
     // the engines of their own files, each from its spec
     let mut engines: Vec<(String, crate::engines::Engine)> = Vec::new();
@@ -478,6 +483,7 @@ fn build(ctx: &Ctx, mut sf: SceneFile, text: &str) -> Result<Scene> {
         energy: sf.energy,
         analysis_region,
         engines,
+        protocol,
     })
 }
 

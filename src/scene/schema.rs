@@ -108,6 +108,11 @@ pub struct SceneFile {
     /// `ForceEngine`, LAMMPS `fix addforce`; default none).
     #[serde(default)]
     pub forces: Vec<crate::engines::force::ForceSpec>,
+    /// A protocol: stages run in order, each changing gravity, damping, friction or wall
+    /// motions at its start and ending by its `until` (`engines/protocol.rs`, issue 35;
+    /// default none). docs/scene-format.md "Protocols".
+    #[serde(default)]
+    pub stages: Option<Vec<crate::engines::protocol::StageSpec>>,
 }
 
 /// Load balancing: the rank grid's cut planes move to even out the modelled cost per rank

@@ -222,6 +222,9 @@ impl Simulation {
                 for (_, x) in scene.engines {
                     e.push(x);
                 }
+                if let Some(p) = scene.protocol {
+                    e.push(p);
+                }
                 e
             },
             strainer_wanted: scene.strainer.is_some(),

@@ -39,6 +39,8 @@ pub struct Stats {
     pub energy: Option<Budget>,
     /// The contact network of the particles (within the scene's `analysis_region`).
     pub network: Network,
+    /// The protocol's stage that ran the last step (scenes with `stages`).
+    pub stage: Option<usize>,
 }
 
 /// The particles' contact network in `series.csv` (issue 32), over sphere–sphere contacts —
@@ -405,6 +407,10 @@ impl Simulation {
                 [x, y, z, e.x, e.y, e.z]
             }),
             energy: self.energy_budget(),
+            stage: self
+                .engines
+                .get::<crate::engines::protocol::Protocol>()
+                .map(|p| p.column()),
             network: {
                 let at = 4 + 3 * nw + 6 * nm;
                 let ([n_c, n_slide, ends, n_p], f) =

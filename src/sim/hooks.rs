@@ -183,3 +183,98 @@ impl Simulation {
         }
     }
 }
+
+use crate::engines::protocol::{Ended, Protocol, Settings};
+
+impl Simulation {
+    /// What a protocol's stages set (gravity, damping, friction, wall motions): at a stage's
+    /// start, and after a restart (every stage begun so far, in order).
+    pub(super) fn protocol_apply(&mut self, s: &Settings) {
+        if let Some(g) = s.gravity {
+            self.gravity = g;
+        }
+        if let Some(d) = s.damping {
+            self.damping = d;
+        }
+        if let Some(phi) = s.friction_angle {
+            self.set_friction(phi);
+        }
+        s.move_walls(&mut self.walls);
+    }
+
+    /// `pre_force` of the protocol: the current stage's start actions, once (logged on
+    /// rank 0). Nothing without stages, or inside a stage.
+    pub(super) fn protocol_start(&mut self) {
+        let Some(p) = self.engines.get_mut::<Protocol>() else {
+            return;
+        };
+        let (k, n) = (p.st.stage, p.stages.len());
+        let Some(st) = p.start(self.step, self.time) else {
+            return;
+        };
+        let set = Settings::of(st);
+        let log = format!(
+            "protocol: stage {}/{n} `{}` starts at step {} (t = {:.6e} s): {}; until {}",
+            k + 1,
+            st.name,
+            self.step,
+            self.time,
+            st.describe(),
+            st.describe_until()
+        );
+        self.protocol_apply(&set);
+        if self.comm.is_root() {
+            log::info!("{log}");
+        }
+    }
+
+    /// `end_of_step` of the protocol: the current stage's end test, with the kinetic energy
+    /// and the unbalanced force (exact global sums, collective) when its conditions need
+    /// them; its end logged on rank 0 with why (a warning when its `max_steps` ended it).
+    pub(super) fn protocol_test(&mut self) {
+        let Some(p) = self.engines.get::<Protocol>() else {
+            return;
+        };
+        if !p.st.started {
+            return;
+        }
+        let (want_ke, want_unb) = p.wants();
+        let ke = want_ke.then(|| self.kinetic_energy());
+        let unb = (want_unb && self.slots.recorded()).then(|| self.unbalanced_now());
+        let (step, time, root) = (self.step, self.time, self.comm.is_root());
+        let Some(p) = self.engines.get_mut::<Protocol>() else {
+            return;
+        };
+        let (k, n, began) = (p.st.stage, p.stages.len(), p.st.start_step);
+        let name = p.current().map(|s| s.name.clone()).unwrap_or_default();
+        let Some(ended) = p.test(step, time, ke, unb) else {
+            return;
+        };
+        if !root {
+            return;
+        }
+        let head = format!(
+            "protocol: stage {}/{n} `{name}` ended at step {step} (t = {time:.6e} s) after {} steps",
+            k + 1,
+            step - began
+        );
+        match ended {
+            Ended::Met(why) => log::info!("{head}: {why}"),
+            Ended::Capped(why) => log::warn!(
+                "{head}: ITS max_steps ENDED IT WITHOUT ITS CONDITIONS — where they stood: {why}"
+            ),
+        }
+    }
+
+    /// Σ ½ m v² + ½ I ω² over all particles, an exact sum over the ranks (collective).
+    pub fn kinetic_energy(&self) -> f64 {
+        let ps = &self.ps;
+        let mut ke = [ExactSum::new()];
+        for i in 0..ps.n_owned {
+            ke[0].add(0.5 * ps.mass[i] * ps.vel[i].norm_squared());
+            ke[0].add(0.5 * ps.inertia[i] * ps.angvel[i].norm_squared());
+        }
+        self.comm.sum_exact(&mut ke);
+        ke[0].value()
+    }
+}

@@ -317,9 +317,10 @@ impl Simulation {
         Ok(())
     }
 
-    /// `pre_force`: the engines' prescribed velocities, wall motions and external forces; the
-    /// energy book's per-pair entries zeroed (`hooks.rs`).
+    /// `pre_force`: a protocol stage's start (`hooks.rs`), the engines' prescribed velocities,
+    /// wall motions and external forces; the energy book's per-pair entries zeroed.
     fn pre_force(&mut self) -> Result<()> {
+        self.protocol_start();
         self.engines.pre_force(&mut StepView {
             step: self.step,
             time: self.time,
@@ -568,7 +569,7 @@ impl Simulation {
     }
 
     /// `end_of_step`: the engines' measurements of the new state, then the hooks that need the
-    /// whole simulation (`hooks.rs`: the cell's stage test, CPM's link count).
+    /// whole simulation (`hooks.rs`: the cell's stage test, the protocol's, CPM's link count).
     fn end_of_step(&mut self) -> Result<()> {
         self.engines.end_of_step(&mut StepView {
             step: self.step,
@@ -580,6 +581,7 @@ impl Simulation {
             external: &mut self.external,
         })?;
         self.cell_stage_test();
+        self.protocol_test();
         self.count_links_once();
         Ok(())
     }

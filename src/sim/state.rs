@@ -67,10 +67,11 @@ impl Simulation {
             && !self.engines.has::<CellEngine>()
             && !self.engines.has::<ServoWalls>()
             && !self.engines.has::<EnergyBook>()
+            && !self.engines.has::<crate::engines::protocol::Protocol>()
         {
             return String::new();
         }
-        let e = EngineState {
+        let mut e = EngineState {
             links_created: self.cpm.as_ref().is_some_and(|c| c.links_created),
             n_links0: self.cpm.as_ref().map_or(0, |c| c.n_links0),
             strainer: self.engines.get::<UniaxialStrainer>().cloned(),
@@ -87,7 +88,10 @@ impl Simulation {
                 self.comm.sum_exact(&mut s);
                 s.iter().map(|x| x.to_limbs()).collect()
             }),
+            protocol: None,
         };
+        // the engines that save their own part (`Hooks::save`: the protocol)
+        self.engines.save(&mut e);
         ron::to_string(&e).unwrap_or_default()
     }
 
@@ -110,6 +114,9 @@ impl Simulation {
         }
         let e: EngineState =
             ron::from_str(s).map_err(|e| Error::Input(format!("checkpoint engine state: {e}")))?;
+        // the engines that load their own part (`Hooks::load`: the protocol, which refuses a
+        // scene whose begun stages changed)
+        self.engines.load(&e)?;
         match &mut self.cpm {
             Some(c) => {
                 c.links_created = e.links_created;
@@ -188,6 +195,11 @@ impl Simulation {
                     "the checkpoint and the scene disagree about the servo walls".into(),
                 ))
             }
+        }
+        // what the stages begun so far set
+        if let Some(p) = self.engines.get::<crate::engines::protocol::Protocol>() {
+            let set = p.settings();
+            self.protocol_apply(&set);
         }
         Ok(())
     }

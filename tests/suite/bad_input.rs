@@ -721,6 +721,13 @@ fn random_fill_tiny_radius_in_large_box() {
     assert_checks("random_fill_tiny", &w.path("fill.ron"));
 }
 
+// Protocols (issue 35).
+bad!(stages_empty, At::Scene, 11, "stages: empty");
+bad!(stage_no_end, At::Scene, 12, "no end condition");
+bad!(stage_unknown_wall, At::Scene, 12, "no wall 3");
+bad!(stage_negative_damping, At::Scene, 13, "must be in [0, 1)");
+bad!(stage_omega_plane, At::Scene, 12, "only for a Cylinder wall");
+
 /// Every scene in `tests/bad_scenes/` has a test above (a new file without one fails here).
 #[test]
 fn every_bad_scene_is_tested() {

@@ -35,6 +35,7 @@ mod mpi;
 mod out_lock;
 mod outlets;
 mod outputs;
+mod protocol;
 mod rolling;
 mod scaling_memory;
 mod scene_props;

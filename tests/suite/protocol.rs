@@ -1,0 +1,221 @@
+//! Protocols (`engines/protocol.rs`, issue 35): a stage's changes act from its first step as
+//! the leapfrog's closed form says; a `ke_below` stage ends at the step the series first shows
+//! the kinetic energy below its value; the same bits on 1, 2 and 3 ranks and across a restart
+//! mid-stage on another rank count; a restart whose scene changed a stage that had ended is
+//! refused, one that appends a stage continues.
+
+use crate::common;
+use crate::support;
+use common::*;
+use demhpc::V3;
+use support::*;
+
+/// A free sphere, no gravity in the scene: stage 1 gravity −z for 100 steps, stage 2 gravity
+/// along x for 50 steps.
+const FREE: &str = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.5, density: 2500.0)],
+    spheres: [Sphere(pos: (0.0, 0.0, 0.0), radius: 0.01, material: "g")],
+    dt: Fixed(1e-5),
+    damping: 0.3,
+    run: Steps(1000),
+    stages: [
+        Stage(name: "fall", gravity: (0.0, 0.0, -9.81), damping: 0.0, until: Until(steps: 100)),
+        Stage(name: "sideways", gravity: (3.0, 0.0, 0.0), until: Until(steps: 50)),
+    ],
+)"#;
+
+#[test]
+fn each_stage_changes_gravity_and_damping_from_its_first_step() {
+    let mut s = sim(FREE);
+    let dt = s.dt;
+    steps(&mut s, 100);
+    let i = idx(&s, 0);
+    // stage 1: free fall from rest, undamped: v_N = −g N Δt, z_N = −g Δt² N(N+1)/2
+    let (g, n) = (9.81, 100.0);
+    assert!(rel(s.ps.vel[i].z, -g * n * dt) < 1e-12, "{}", s.ps.vel[i].z);
+    assert!(
+        rel(s.ps.pos[i].z, -g * dt * dt * n * (n + 1.0) / 2.0) < 1e-12,
+        "{}",
+        s.ps.pos[i].z
+    );
+    assert_eq!(s.gravity, V3::new(0.0, 0.0, -9.81));
+    assert_eq!(s.damping, 0.0);
+    // stage 2: gravity along x, the damping stays 0 (a stage changes only what it names):
+    // each step adds g_x Δt to v_x, v_z stays
+    let vz = s.ps.vel[i].z;
+    for k in 1..=50 {
+        let vx = s.ps.vel[i].x;
+        steps(&mut s, 1);
+        let dv = s.ps.vel[i].x - vx;
+        assert!(rel(dv, 3.0 * dt) < 1e-9, "step {k}: Δv_x {dv}");
+        assert_eq!(s.ps.vel[i].z, vz);
+    }
+    assert!(rel(s.ps.vel[i].x, 3.0 * 50.0 * dt) < 1e-12);
+    assert!(s.finished(), "the protocol ended after its last stage");
+}
+
+/// 300 spheres in a box periodic along x and y fall on a floor under a strong gravity and
+/// damping until their kinetic energy is below 5e-6 J (after at least 3000 steps), then the
+/// gravity tilts, the damping stops and the floor slides; then a stage lowers the friction for
+/// 1e-4 s.
+fn packing(run: u64, ck_every: u64, extra_stage: &str) -> String {
+    format!(
+        r#"Scene(
+    materials: [Frict(name: "g", young: 2e7, poisson: 0.3, friction_angle: 0.5, density: 2650.0)],
+    walls: [Wall(point: (0.0, 0.0, 0.0), normal: (0.0, 0.0, 1.0), material: "g")],
+    spheres: [RandomFill(material: "g", lo: (0.0, 0.0, 0.0), hi: (0.0095, 0.0095, 0.0095), count: 300,
+                         radius: 0.0005, polydispersity: 0.3, seed: 3)],
+    damping: 0.5,
+    dt: PWave(0.2),
+    run: Steps({run}),
+    domain: Domain(lo: (0.0, 0.0, -0.001), hi: (0.0095, 0.0095, 0.02), periodic: (true, true, false)),
+    reproducible: true,
+    output: Output(series_every: 1, snapshot_every: 0),
+    checkpoint: (every: {ck_every}, keep: 1000),
+    stages: [
+        Stage(name: "fill", gravity: (0.0, 0.0, -1000.0),
+              until: Until(steps: 3000, ke_below: 5e-6, all: true, max_steps: 20000)),
+        Stage(name: "tilt", gravity: (400.0, 0.0, -900.0), damping: 0.0,
+              walls: [WallMotion(wall: 0, velocity: (0.001, 0.0, 0.0))], until: Until(steps: 300)),
+        Stage(name: "lower friction", friction_angle: 0.3, until: Until(time: 1e-4)),{extra_stage}
+    ],
+)"#
+    )
+}
+
+/// The last snapshot of the output directory `out` (the run's final state).
+fn final_snapshot(out: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(out.join("snapshots"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "h5"))
+        .max()
+        .unwrap()
+}
+
+/// The rows of a series: (step, kinetic energy, stage).
+fn rows(series: &str) -> Vec<(u64, f64, usize)> {
+    let mut lines = series.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let (kt, kr, st) = (col("ke_trans_J"), col("ke_rot_J"), col("stage"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let x = |k: usize| f[k].parse::<f64>().unwrap();
+            (f[0].parse().unwrap(), x(kt) + x(kr), f[st].parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn stages_end_by_their_conditions_with_the_same_bits_on_any_layout_and_across_a_restart() {
+    let tmp = TempDir::new("protocol_layouts");
+    std::fs::write(tmp.0.join("scene.ron"), packing(30000, 250, "")).unwrap();
+    let run = |r: usize, t: usize, out: &str| {
+        let o = demhpc(r, t, &["--out", out, "scene.ron"], &tmp.0);
+        assert!(o.status.success(), "{r} × {t}: {}", describe(&o));
+        let series = std::fs::read_to_string(tmp.0.join(out).join("series.csv")).unwrap();
+        (read_state(&final_snapshot(&tmp.0.join(out))), series)
+    };
+    let (first, series) = same_bits_on_layouts(&[(1, 1), (2, 1), (3, 1)], run);
+    let table = rows(&series);
+    // the fill ends at the first step from its 3000th on whose kinetic energy is below 5e-6 J
+    let fill_end = table
+        .iter()
+        .find(|r| r.0 >= 3000 && r.1 < 5e-6)
+        .expect("the packing settles")
+        .0;
+    assert!(
+        fill_end > 1000,
+        "settled at step {fill_end}: too soon to test"
+    );
+    for &(step, _, stage) in &table {
+        let want = match step {
+            s if s <= fill_end => 0,
+            s if s <= fill_end + 300 => 1,
+            _ => 2,
+        };
+        assert_eq!(stage, want, "step {step}");
+    }
+    // the last stage, 1e-4 s, ended the run before its length
+    let last = table.last().unwrap().0;
+    assert!(last > fill_end + 300 && last < 30000, "{last}");
+
+    // a restart mid-fill (step 1000) on 2 ranks continues with the same bits to the end
+    let ck = tmp.0.join("o3_1/checkpoints/ckpt_0000001000.h5");
+    let o = demhpc(
+        2,
+        1,
+        &["--restart", ck.to_str().unwrap(), "--out", "restarted"],
+        &tmp.0,
+    );
+    assert!(o.status.success(), "{}", describe(&o));
+    let snap = final_snapshot(&tmp.0.join("restarted"));
+    assert!(
+        snap.ends_with(format!("snap_{last:09}.h5")),
+        "{}",
+        snap.display()
+    );
+    assert!(read_state(&snap) == first, "the restart parted");
+    let again = std::fs::read_to_string(tmp.0.join("restarted/series.csv")).unwrap();
+    let tail: Vec<&str> = series
+        .lines()
+        .filter(|l| {
+            !l.starts_with(|c: char| c.is_ascii_digit())
+                || l.split(',').next().unwrap().parse::<u64>().unwrap() > 1000
+        })
+        .collect();
+    assert_eq!(again.lines().collect::<Vec<_>>(), tail);
+
+    // a restart after the fill whose scene changed the fill is refused (exit 2), with why
+    let after = (fill_end / 250 + 1) * 250;
+    let ck = tmp.0.join(format!("o1_1/checkpoints/ckpt_{after:010}.h5"));
+    let changed = packing(30000, 250, "").replace("ke_below: 5e-6", "ke_below: 4e-6");
+    std::fs::write(tmp.0.join("changed.ron"), changed).unwrap();
+    let o = demhpc(
+        1,
+        1,
+        &[
+            "--restart",
+            ck.to_str().unwrap(),
+            "--out",
+            "changed",
+            "changed.ron",
+        ],
+        &tmp.0,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("stage 1 (`fill`), which has ended, changed"),
+        "{}",
+        describe(&o)
+    );
+    // ...and one that appends a stage continues into it
+    let more = packing(
+        30000,
+        250,
+        "\n        Stage(name: \"more\", damping: 0.2, until: Until(steps: 100)),",
+    );
+    std::fs::write(tmp.0.join("more.ron"), more).unwrap();
+    let o = demhpc(
+        1,
+        1,
+        &[
+            "--restart",
+            ck.to_str().unwrap(),
+            "--out",
+            "more",
+            "more.ron",
+        ],
+        &tmp.0,
+    );
+    assert!(o.status.success(), "{}", describe(&o));
+    let more = std::fs::read_to_string(tmp.0.join("more/series.csv")).unwrap();
+    let stages: Vec<usize> = rows(&more).iter().map(|r| r.2).collect();
+    assert_eq!(
+        stages.iter().filter(|&&k| k == 3).count(),
+        100,
+        "the appended stage ran"
+    );
+}
