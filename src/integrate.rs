@@ -356,9 +356,20 @@ impl<'a> Advance<'a> {
                 for k in 0..n {
                     let p = p0 + k;
                     let (m, bl) = (self.mass[p], self.blocked[p]);
+                    let vm = (v0[k] + v[b0 + k]) * 0.5;
+                    if self.lambda == 0.0 && bl == 0 {
+                        // undamped and free: ½ m (v₊² − v₋²) = F · ½(v₋ + v₊) Δt exactly in
+                        // real arithmetic (the leapfrog), so the damping term is round-off and
+                        // is not tallied (nor ΔKE); gravity's work alone, as below
+                        let mut grav = 0.0;
+                        for a in 0..3 {
+                            grav += m * self.g[a] * vm[a];
+                        }
+                        tally.add_gravity(grav * self.dt);
+                        continue;
+                    }
                     // the total force (gravity inside `f` when damped with it, else apart)
                     let ft = f[k] + gu * m;
-                    let vm = (v0[k] + v[b0 + k]) * 0.5;
                     let wm = (w0[k] + w[b0 + k]) * 0.5;
                     let (mut work, mut grav, mut held) = (0.0, 0.0, 0.0);
                     if bl == 0 {
@@ -436,6 +447,8 @@ pub trait Tally {
     const ON: bool;
     /// `blocked`: the particle has a blocked DOF (else `held` is 0).
     fn add(&mut self, d_ke: f64, work: f64, gravity: f64, held: f64, blocked: bool);
+    /// An undamped free particle: gravity's work only (its damping term is round-off).
+    fn add_gravity(&mut self, gravity: f64);
 }
 
 /// No energy tracking.
@@ -445,6 +458,8 @@ impl Tally for NoTally {
     const ON: bool = false;
     #[inline(always)]
     fn add(&mut self, _: f64, _: f64, _: f64, _: f64, _: bool) {}
+    #[inline(always)]
+    fn add_gravity(&mut self, _: f64) {}
 }
 
 /// Exact sums of the integrator's energy terms ([`Tally`]): [ΔKE, the damping's dissipation
@@ -463,6 +478,10 @@ impl Tally for EnergyTally {
             // 0 on a free particle: adding it would change nothing
             self.0[3].add(held);
         }
+    }
+    #[inline(always)]
+    fn add_gravity(&mut self, gravity: f64) {
+        self.0[2].add(gravity);
     }
 }
 
