@@ -290,34 +290,27 @@ impl Protocol {
         let u = &st.until;
         let n = step - self.st.start_step;
         let elapsed = time - self.st.start_time;
-        let mut held: Vec<(bool, String)> = Vec::new();
-        if let Some(k) = u.steps {
-            held.push((n >= k, format!("{n} steps (goal {k})")));
-        }
-        if let Some(t) = u.time {
-            held.push((elapsed >= t, format!("{elapsed:.6e} s (goal {t:.6e} s)")));
-        }
-        if let (Some(max), Some(k)) = (u.ke_below, ke) {
-            held.push((
-                k < max,
-                format!("kinetic energy {k:.6e} J (goal: below {max:.6e} J)"),
-            ));
-        }
-        if let (Some(max), Some(x)) = (u.unbalanced_below, unb) {
-            held.push((
-                x < max,
-                format!("unbalanced force {x:.6e} (goal: below {max:.6e})"),
-            ));
-        }
+        // each condition the stage has (and whose measurement came): no allocation on the
+        // steps that do not end the stage, the texts only when it ends
+        let held = [
+            u.steps.map(|k| Held::Steps(n, k)),
+            u.time.map(|t| Held::Time(elapsed, t)),
+            u.ke_below.zip(ke).map(|(max, k)| Held::Ke(k, max)),
+            u.unbalanced_below
+                .zip(unb)
+                .map(|(max, x)| Held::Unbalanced(x, max)),
+        ];
+        let mut conds = held.iter().flatten();
         let met = match u.all {
-            true => held.iter().all(|h| h.0),
-            false => held.iter().any(|h| h.0),
+            true => conds.all(|h| h.met()),
+            false => conds.any(|h| h.met()),
         };
         let text = |only_met: bool| {
-            let v: Vec<&str> = held
+            let v: Vec<String> = held
                 .iter()
-                .filter(|h| h.0 || !only_met)
-                .map(|h| h.1.as_str())
+                .flatten()
+                .filter(|h| h.met() || !only_met)
+                .map(|h| h.describe())
                 .collect();
             v.join(", ")
         };
@@ -336,6 +329,36 @@ impl Protocol {
         self.st.started = false;
         (self.st.ke, self.st.unbalanced) = (None, None);
         Some(ended)
+    }
+}
+
+/// One end condition after a step, with its numbers: (measured, goal).
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    Steps(u64, u64),
+    Time(f64, f64),
+    Ke(f64, f64),
+    Unbalanced(f64, f64),
+}
+
+impl Held {
+    fn met(self) -> bool {
+        match self {
+            Held::Steps(n, k) => n >= k,
+            Held::Time(t, goal) => t >= goal,
+            Held::Ke(k, max) => k < max,
+            Held::Unbalanced(x, max) => x < max,
+        }
+    }
+
+    /// Where it stands, for the log.
+    fn describe(self) -> String {
+        match self {
+            Held::Steps(n, k) => format!("{n} steps (goal {k})"),
+            Held::Time(t, goal) => format!("{t:.6e} s (goal {goal:.6e} s)"),
+            Held::Ke(k, max) => format!("kinetic energy {k:.6e} J (goal: below {max:.6e} J)"),
+            Held::Unbalanced(x, max) => format!("unbalanced force {x:.6e} (goal: below {max:.6e})"),
+        }
     }
 }
 

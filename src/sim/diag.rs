@@ -709,14 +709,8 @@ impl Simulation {
     /// Its [`Budget::total`] stays constant to the integration error (tests/suite/energy.rs).
     pub fn energy_budget(&self) -> Option<Budget> {
         let book = self.engines.get::<EnergyBook>()?;
-        let ps = &self.ps;
         let mut s = book.sums();
-        let mut ke = ExactSum::new();
-        for i in 0..ps.n_owned {
-            ke.add(0.5 * ps.mass[i] * ps.vel[i].norm_squared());
-            ke.add(0.5 * ps.inertia[i] * ps.angvel[i].norm_squared());
-        }
-        s.push(ke);
+        s.push(self.kinetic_sum());
         self.comm.sum_exact(&mut s);
         let v: Vec<f64> = s.iter().map(|x| x.value()).collect();
         // [ΔKE, damping, gravity, blocked DOFs' work, friction, viscous, boundary, damage,

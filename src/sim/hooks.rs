@@ -246,13 +246,14 @@ impl Simulation {
             return;
         };
         let (k, n, began) = (p.st.stage, p.stages.len(), p.st.start_step);
-        let name = p.current().map(|s| s.name.clone()).unwrap_or_default();
         let Some(ended) = p.test(step, time, ke, unb) else {
             return;
         };
         if !root {
             return;
         }
+        // (the stage's name only now: nothing is allocated on the steps that do not end it)
+        let name = &p.stages[k].name;
         let head = format!(
             "protocol: stage {}/{n} `{name}` ended at step {step} (t = {time:.6e} s) after {} steps",
             k + 1,
@@ -268,13 +269,20 @@ impl Simulation {
 
     /// Σ ½ m v² + ½ I ω² over all particles, an exact sum over the ranks (collective).
     pub fn kinetic_energy(&self) -> f64 {
-        let ps = &self.ps;
-        let mut ke = [ExactSum::new()];
-        for i in 0..ps.n_owned {
-            ke[0].add(0.5 * ps.mass[i] * ps.vel[i].norm_squared());
-            ke[0].add(0.5 * ps.inertia[i] * ps.angvel[i].norm_squared());
-        }
+        let mut ke = [self.kinetic_sum()];
         self.comm.sum_exact(&mut ke);
         ke[0].value()
+    }
+
+    /// This rank's Σ ½ m v² + ½ I ω² over its owned particles, exactly (the energy budget's
+    /// kinetic term and the protocol's `ke_below`).
+    pub(super) fn kinetic_sum(&self) -> ExactSum {
+        let ps = &self.ps;
+        let mut ke = ExactSum::new();
+        for i in 0..ps.n_owned {
+            ke.add(0.5 * ps.mass[i] * ps.vel[i].norm_squared());
+            ke.add(0.5 * ps.inertia[i] * ps.angvel[i].norm_squared());
+        }
+        ke
     }
 }

@@ -3,6 +3,22 @@
 //! refresh ghosts.
 //! No I/O here: the driver in `io::run` writes outputs between steps.
 
+/// The engines' view of the step ([`StepView`]): disjoint borrows of the simulation's fields,
+/// so that `self.engines` stays borrowable beside it.
+macro_rules! step_view {
+    ($s:ident) => {
+        StepView {
+            step: $s.step,
+            time: $s.time,
+            dt: $s.dt,
+            ps: &mut $s.ps,
+            walls: &mut $s.walls,
+            comm: &$s.comm,
+            external: &mut $s.external,
+        }
+    };
+}
+
 mod balancing;
 mod build;
 mod diag;
@@ -321,15 +337,7 @@ impl Simulation {
     /// wall motions and external forces; the energy book's per-pair entries zeroed.
     fn pre_force(&mut self) -> Result<()> {
         self.protocol_start();
-        self.engines.pre_force(&mut StepView {
-            step: self.step,
-            time: self.time,
-            dt: self.dt,
-            ps: &mut self.ps,
-            walls: &mut self.walls,
-            comm: &self.comm,
-            external: &mut self.external,
-        })?;
+        self.engines.pre_force(&mut step_view!(self))?;
         self.energy_entries();
         Ok(())
     }
@@ -571,15 +579,7 @@ impl Simulation {
     /// `end_of_step`: the engines' measurements of the new state, then the hooks that need the
     /// whole simulation (`hooks.rs`: the cell's stage test, the protocol's, CPM's link count).
     fn end_of_step(&mut self) -> Result<()> {
-        self.engines.end_of_step(&mut StepView {
-            step: self.step,
-            time: self.time,
-            dt: self.dt,
-            ps: &mut self.ps,
-            walls: &mut self.walls,
-            comm: &self.comm,
-            external: &mut self.external,
-        })?;
+        self.engines.end_of_step(&mut step_view!(self))?;
         self.cell_stage_test();
         self.protocol_test();
         self.count_links_once();
