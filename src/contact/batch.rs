@@ -21,8 +21,8 @@
 //! thread count.
 
 use super::law::rolling::{RollModel, Rolling};
+use super::law::FrictLaw;
 use super::law::FrictPhys;
-use super::law::{self, FrictLaw};
 use super::store::FrictState;
 #[cfg(doc)]
 use super::store::PairList;
@@ -49,26 +49,41 @@ const ROLL_EPSD: u8 = 2;
 
 impl Kernel {
     /// The law on all lanes of `b` ([`kernel`]) in this variant.
-    fn run<L: FrictLaw>(self, law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
+    /// `energy`: the law's dissipation too (`Lanes::e`: energy tracking).
+    fn run<L: FrictLaw>(self, law: &L, roll: Rolling, b: &mut Lanes, dt: f64, energy: bool) {
+        match energy {
+            true => self.run_roll::<L, true>(law, roll, b, dt),
+            false => self.run_roll::<L, false>(law, roll, b, dt),
+        }
+    }
+
+    /// [`Self::run`] with energy tracking or not (`E`).
+    fn run_roll<L: FrictLaw, const E: bool>(self, law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
         match (roll.is_off(), roll.model) {
-            (true, _) => self.run_with::<L, ROLL_OFF>(law, roll, b, dt),
-            (false, RollModel::ConstantTorque) => self.run_with::<L, ROLL_CDT>(law, roll, b, dt),
+            (true, _) => self.run_with::<L, ROLL_OFF, E>(law, roll, b, dt),
+            (false, RollModel::ConstantTorque) => self.run_with::<L, ROLL_CDT, E>(law, roll, b, dt),
             (false, RollModel::Epsd2 | RollModel::Epsd) => {
-                self.run_with::<L, ROLL_EPSD>(law, roll, b, dt)
+                self.run_with::<L, ROLL_EPSD, E>(law, roll, b, dt)
             }
         }
     }
 
     /// [`Self::run`] compiled for one rolling model (`ROLL`: [`ROLL_OFF`], [`ROLL_CDT`],
-    /// [`ROLL_EPSD`]).
-    fn run_with<L: FrictLaw, const ROLL: u8>(self, law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
+    /// [`ROLL_EPSD`]) and energy tracking or not (`E`).
+    fn run_with<L: FrictLaw, const ROLL: u8, const E: bool>(
+        self,
+        law: &L,
+        roll: Rolling,
+        b: &mut Lanes,
+        dt: f64,
+    ) {
         match self {
-            Kernel::Generic => kernel::<L, ROLL>(law, roll, b, dt),
+            Kernel::Generic => kernel::<L, ROLL, E>(law, roll, b, dt),
             // SAFETY: `detect` chose the variant from the CPU's features.
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => unsafe { kernel_avx2::<L, ROLL>(law, roll, b, dt) },
+            Kernel::Avx2 => unsafe { kernel_avx2::<L, ROLL, E>(law, roll, b, dt) },
             #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => unsafe { kernel_avx512::<L, ROLL>(law, roll, b, dt) },
+            Kernel::Avx512 => unsafe { kernel_avx512::<L, ROLL, E>(law, roll, b, dt) },
         }
     }
 }
@@ -124,6 +139,8 @@ struct Lanes {
     f: L3,
     t1: L3,
     t2: L3,
+    /// Energy tracking: the law's (slip, viscous) work ([`FrictLaw::step_tracked`]).
+    e: [[f64; LANES]; 2],
     // bookkeeping
     k: [u32; LANES],
     i: [u32; LANES],
@@ -159,6 +176,7 @@ impl Lanes {
             f: z,
             t1: z,
             t2: z,
+            e: [zs; 2],
             k: [0; LANES],
             i: [0; LANES],
             j: [0; LANES],
@@ -291,53 +309,69 @@ impl Lanes {
         }
     }
 
-    /// Energy tracking: each lane's frictional and viscous work ([`law::contact_energy`]: the
-    /// law's and the rolling resistance's; `m_roll` the range's old moment histories, empty
-    /// without) and the mean field's work on the contact, F · (L l) Δt (the boundary's work
-    /// through this contact), added to `sums` ([`PairWork`]'s order) for the contacts whose
-    /// particle 1 is owned (below `n_owned`: each contact once over the ranks). A contact that
-    /// ends adds nothing.
-    #[allow(clippy::too_many_arguments)]
-    fn energy<L: FrictLaw>(
+    /// Energy tracking: each lane's frictional and viscous work from the kernel (`e`: the
+    /// law's, [`FrictLaw::step_tracked`], plus the rolling resistance's, as
+    /// [`rolling_energy`](super::law::rolling_energy)) and the mean field's work on the contact, F · (L l) Δt (the boundary's work through this contact), added to
+    /// `sums` ([`PairWork`]'s order) for the contacts whose particle 1 is owned (below
+    /// `n_owned`: each contact once over the ranks). A contact that ends adds nothing. The
+    /// terms of [`contact_energy`](super::law::contact_energy), the same bits.
+    fn energy(
         &self,
-        law: &L,
-        roll: &Rolling,
-        m_roll: &[V3],
         m: usize,
         dt: f64,
         grad: Option<&crate::M3>,
         n_owned: usize,
-        sums: &mut [ExactSum; 4],
+        sums: &mut RangeWork,
     ) {
-        for q in 0..m {
-            let k = self.k[q] as usize;
-            if self.u_n[q] > 0.0 || self.i[q] as usize >= n_owned {
-                continue;
+        // the lanes that count: in contact, particle 1 owned
+        let keep = |q: usize| q < m && self.u_n[q] <= 0.0 && (self.i[q] as usize) < n_owned;
+        if sums.each {
+            for q in (0..m).filter(|&q| keep(q)) {
+                sums.exact[0].add(self.e[0][q]);
+                sums.exact[1].add(self.e[1][q]);
             }
-            let g = self.geometry(q);
-            let f = self.f.get(q);
-            let c = law::ContactStep {
-                p: g.p,
-                fs: self.fs.get(q),
-                n_old: self.n_old.get(q),
-                n: g.n,
-                u_n: g.u_n,
-                v12: g.v12,
-                twist: g.twist,
-                r_eff: g.r1 * g.r2 / (g.r1 + g.r2),
-                fs_new: self.fs_new.get(q),
-                f,
-                w: (g.w1, g.w2),
-                m_roll: m_roll.get(k).copied().unwrap_or_default(),
-                i_r: self.i_r[q],
-            };
-            let [slip, visc] = law::contact_energy(law, roll, &c, dt);
-            sums[0].add(slip);
-            sums[1].add(visc);
-            if let Some(m) = grad {
-                // without a mean field it is 0: adding it would change nothing
-                sums[2].add(f.dot(&(m * g.l)) * dt);
+        } else {
+            // every lane, the others as 0 (selects: the loop vectorises), in four partial sums
+            for (part, e) in sums.part.iter_mut().zip(&self.e) {
+                let mut kept = [0.0; LANES];
+                for q in 0..LANES {
+                    kept[q] = if keep(q) { e[q] } else { 0.0 };
+                }
+                for c in kept.chunks_exact(4) {
+                    for l in 0..4 {
+                        part[l] += c[l];
+                    }
+                }
             }
+        }
+        let Some(g) = grad else {
+            return;
+        };
+        for q in (0..m).filter(|&q| keep(q)) {
+            // the mean field's work (without a cell it is 0: not added)
+            sums.add(2, self.f.get(q).dot(&(g * self.l.get(q))) * dt);
+        }
+    }
+
+    /// Lane q's step as [`ContactStep`](super::law::ContactStep) (after the kernel; no
+    /// moment history).
+    #[cfg(test)]
+    fn contact_step(&self, q: usize) -> super::law::ContactStep {
+        let g = self.geometry(q);
+        super::law::ContactStep {
+            p: g.p,
+            fs: self.fs.get(q),
+            n_old: self.n_old.get(q),
+            n: g.n,
+            u_n: g.u_n,
+            v12: g.v12,
+            twist: g.twist,
+            r_eff: g.r1 * g.r2 / (g.r1 + g.r2),
+            fs_new: self.fs_new.get(q),
+            f: self.f.get(q),
+            w: (g.w1, g.w2),
+            m_roll: V3::zeros(),
+            i_r: self.i_r[q],
         }
     }
 
@@ -359,12 +393,49 @@ impl Lanes {
     }
 }
 
+/// Energy tracking: one range's contact energy terms ([`PairWork`]'s order). Reproducible
+/// mode (`each`): every contact's terms added exactly, the same bits in any order (on any
+/// layout); the default mode: summed in floating point in pair order and the range's sums
+/// added exactly at its end — the same bits for a given layout (as the default mode's
+/// forces), without an exact sum per contact.
+pub(super) struct RangeWork {
+    each: bool,
+    /// [friction, viscous, boundary] × four interleaved partial sums.
+    part: [[f64; 4]; 3],
+    exact: [ExactSum; 4],
+}
+
+impl RangeWork {
+    pub(super) fn new(each: bool) -> Self {
+        RangeWork {
+            each,
+            part: [[0.0; 4]; 3],
+            exact: Default::default(),
+        }
+    }
+
+    #[inline(always)]
+    fn add(&mut self, term: usize, x: f64) {
+        match self.each {
+            true => self.exact[term].add(x),
+            false => self.part[term][0] += x,
+        }
+    }
+
+    /// The range's exact sums.
+    pub(super) fn sums(mut self) -> [ExactSum; 4] {
+        for (s, p) in self.exact.iter_mut().zip(&self.part) {
+            s.add((p[0] + p[1]) + (p[2] + p[3]));
+        }
+        self.exact
+    }
+}
+
 /// What the law of lane q starts from: branch vector, unit normal, normal displacement, radii,
 /// angular velocities, the relative velocity at the contact (lever arms d1 = r1, d2 = r2: digest
 /// A4.1 with d0 = r1 + r2, radius arms avoid ratcheting), the twist n·(ω1 + ω2) and the pair
-/// constants. The kernel and the energy pass share it (inlined: the kernel's vector code).
+/// constants: the kernel's (inlined: its vector code).
 struct LaneGeometry {
-    l: V3,
     n: V3,
     u_n: f64,
     r1: f64,
@@ -385,7 +456,6 @@ impl Lanes {
         let n = l / d;
         let (w1, w2) = (self.w1.get(q), self.w2.get(q));
         LaneGeometry {
-            l,
             n,
             u_n: d - (r1 + r2),
             r1,
@@ -408,7 +478,12 @@ impl Lanes {
 /// ([`FrictLaw::step`], e.g. Cundall–Strack, thesis eq. 2.45–2.49), torques (digest A6, erratum A13 row 5). The same operations as the scalar
 /// functions it calls, lane by lane.
 #[inline(always)]
-fn kernel<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
+fn kernel<L: FrictLaw, const ROLL: u8, const E: bool>(
+    law: &L,
+    roll: Rolling,
+    b: &mut Lanes,
+    dt: f64,
+) {
     for q in 0..LANES {
         let LaneGeometry {
             n,
@@ -424,7 +499,16 @@ fn kernel<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt
         } = b.geometry(q);
         let n_old = b.n_old.get(q);
         let r_eff = r1 * r2 / (r1 + r2);
-        let (f, fs) = law.step(&p, b.fs.get(q), n_old, n, u_n, v12, twist, dt, r_eff);
+        let fs_old = b.fs.get(q);
+        let (f, fs) = match E {
+            // energy tracking: the law's dissipation in the same pass
+            true => {
+                let (f, fs, e) = law.step_tracked(&p, fs_old, n_old, n, u_n, v12, twist, dt, r_eff);
+                (b.e[0][q], b.e[1][q]) = (e[0], e[1]);
+                (f, fs)
+            }
+            false => law.step(&p, fs_old, n_old, n, u_n, v12, twist, dt, r_eff),
+        };
         // Torques: T1 += d1 n × F, T2 += d2 n × F (digest A6, erratum A13 row 5).
         let nxf = n.cross(&f);
         b.u_n[q] = u_n;
@@ -433,10 +517,14 @@ fn kernel<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt
         b.f.set(q, f);
         let (mut t1, mut t2) = (nxf * r1, nxf * r2);
         // rolling and twisting resistance (contact/law/rolling.rs), R_eff = r1 r2/(r1 + r2)
+        // (energy tracking: its dissipation added to the law's, `law::rolling_energy`)
         if ROLL == ROLL_CDT {
             let m = roll.moment(n, f, w1, w2, r_eff);
             t1 += m;
             t2 -= m;
+            if E {
+                b.e[0][q] += roll.moment_dissipation(n, f, (w1, w2), r_eff, dt);
+            }
         }
         if ROLL == ROLL_EPSD {
             let (k_t, k_n) = (
@@ -444,7 +532,13 @@ fn kernel<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt
                 law.normal_stiffness(&p, u_n),
             );
             let kc = roll.spring(r_eff, k_t, k_n, b.i_r[q]);
-            let (m, spring) = roll.epsd(b.m_roll.get(q), n_old, n, f, (w1, w2), r_eff, kc, dt);
+            let m_old = b.m_roll.get(q);
+            let (m, spring) = roll.epsd(m_old, n_old, n, f, (w1, w2), r_eff, kc, dt);
+            if E {
+                let (plastic, damp) = roll.epsd_energy(m_old, n_old, n, f, (w1, w2), r_eff, kc, dt);
+                b.e[0][q] += plastic;
+                b.e[1][q] += damp;
+            }
             b.m_roll.set(q, spring);
             t1 += m;
             t2 -= m;
@@ -456,19 +550,24 @@ fn kernel<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn kernel_avx2<L: FrictLaw, const ROLL: u8>(law: &L, roll: Rolling, b: &mut Lanes, dt: f64) {
-    kernel::<L, ROLL>(law, roll, b, dt)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn kernel_avx512<L: FrictLaw, const ROLL: u8>(
+unsafe fn kernel_avx2<L: FrictLaw, const ROLL: u8, const E: bool>(
     law: &L,
     roll: Rolling,
     b: &mut Lanes,
     dt: f64,
 ) {
-    kernel::<L, ROLL>(law, roll, b, dt)
+    kernel::<L, ROLL, E>(law, roll, b, dt)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn kernel_avx512<L: FrictLaw, const ROLL: u8, const E: bool>(
+    law: &L,
+    roll: Rolling,
+    b: &mut Lanes,
+    dt: f64,
+) {
+    kernel::<L, ROLL, E>(law, roll, b, dt)
 }
 
 impl PairsView<'_> {
@@ -498,8 +597,10 @@ impl PairsView<'_> {
         let (act, st) = self.pp.range(r);
         let mut b = Lanes::new();
         let grad = self.grad;
-        // energy tracking: this range's exact sums, merged once at its end
-        let mut sums: Option<[ExactSum; 4]> = self.track_energy.then(Default::default);
+        // energy tracking: this range's sums, merged once at its end
+        let mut sums = self
+            .track_energy
+            .then(|| RangeWork::new(self.energy_each_exact));
         self.select_lanes(kernel, base, act, st, ps, mix, &mut b, |b, m, act, st| {
             b.fill(kernel, m, ps, st);
             if let Some(g) = &grad {
@@ -508,17 +609,17 @@ impl PairsView<'_> {
             if !m_roll.is_empty() {
                 b.fill_roll(m, m_roll, ps, roll.model == RollModel::Epsd);
             }
-            kernel.run(law, roll, b, dt);
+            kernel.run(law, roll, b, dt, sums.is_some());
             if let Some(s) = &mut sums {
-                b.energy(law, &roll, m_roll, m, dt, grad.as_ref(), ps.n_owned, s);
+                b.energy(m, dt, grad.as_ref(), ps.n_owned, s);
             }
             scatter(b, m, base, act, st, out);
             if !m_roll.is_empty() {
                 scatter_roll(b, m, m_roll);
             }
         });
-        if let Some(s) = &sums {
-            self.work_sum.merge(s);
+        if let Some(s) = sums {
+            self.work_sum.merge(&s.sums());
         }
     }
 
@@ -876,12 +977,16 @@ mod tests {
                 eta_r: 0.3,
             };
             match (roll.is_off(), roll.model) {
-                (true, _) => kernel::<L, ROLL_OFF>(law, roll, &mut g, dt),
-                (false, RollModel::ConstantTorque) => kernel::<L, ROLL_CDT>(law, roll, &mut g, dt),
-                (false, _) => kernel::<L, ROLL_EPSD>(law, roll, &mut g, dt),
+                (true, _) => kernel::<L, ROLL_OFF, false>(law, roll, &mut g, dt),
+                (false, RollModel::ConstantTorque) => {
+                    kernel::<L, ROLL_CDT, false>(law, roll, &mut g, dt)
+                }
+                (false, _) => kernel::<L, ROLL_EPSD, false>(law, roll, &mut g, dt),
             }
+            // the detected variant, with energy tracking's terms (odd seeds): the same bits
             let mut w = random_lanes(seed);
-            Kernel::detect().run(law, roll, &mut w, dt);
+            let energy = seed % 2 == 1;
+            Kernel::detect().run(law, roll, &mut w, dt, energy);
             for q in 0..LANES {
                 let what = format!("kernel {:?}", Kernel::detect());
                 let outputs = [
@@ -892,6 +997,14 @@ mod tests {
                     (&g.m_roll, &w.m_roll),
                 ];
                 assert_same_lane(&outputs, q, &what);
+                if energy {
+                    // the fused terms are the scalar energy pass's on the same step (the
+                    // law's `step_energy` and the rolling resistance's)
+                    let mut c = w.contact_step(q);
+                    c.m_roll = random_lanes(seed).m_roll.get(q);
+                    let want = super::super::law::contact_energy(law, &roll, &c, dt);
+                    assert_eq!([w.e[0][q], w.e[1][q]], want, "lane {q}: energy");
+                }
                 // The scalar law on the same pair.
                 let b0 = random_lanes(seed);
                 let mut st = FrictState::new(

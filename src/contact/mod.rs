@@ -114,6 +114,8 @@ struct PairsView<'a> {
     grad: Option<crate::M3>,
     /// Energy tracking by exact sums ([`PairList::track_energy`], [`PairList::work_sum`]).
     track_energy: bool,
+    /// ... each contact's terms added exactly ([`PairList::energy_each_exact`]).
+    energy_each_exact: bool,
     work_sum: &'a store::WorkSum,
     pp: PairsPtr,
 }
@@ -143,6 +145,7 @@ impl<'a> PairsView<'a> {
             reach2: &pairs.reach2,
             grad: pairs.grad,
             track_energy: pairs.track_energy,
+            energy_each_exact: pairs.energy_each_exact,
             work_sum: &pairs.work_sum,
         }
     }

@@ -226,6 +226,10 @@ pub struct PairList {
     /// Energy tracking by the frictional batch loop: it adds its contacts' terms (those whose
     /// particle 1 is owned) straight into [`Self::work_sum`], exact sums, instead of `work`.
     pub track_energy: bool,
+    /// ... with each contact's terms added exactly (reproducible mode: the same bits on any
+    /// layout); else summed in floating point within each range (the same bits for a given
+    /// layout, as the default mode's forces).
+    pub energy_each_exact: bool,
     /// The batch loop's energy terms of the step ([`PairWork`]'s order), summed exactly; taken
     /// by the energy book after the contacts.
     pub work_sum: WorkSum,

@@ -14,6 +14,7 @@ impl Simulation {
         }
         let batch = self.pair_model().frictional();
         self.pairs.track_energy = batch;
+        self.pairs.energy_each_exact = self.slots.canonical();
         for (list, per_pair) in [(&mut self.pairs, !batch), (&mut self.wall_pairs, true)] {
             list.work.clear();
             if per_pair {

@@ -406,6 +406,8 @@ impl Simulation {
 
     /// The force gather and the leapfrog of the owned particles (`integrate`).
     fn integrate(&mut self, record: bool, affine: Option<integrate::Affine>) -> integrate::Moved {
+        // reproducible mode: every particle's energy terms added exactly (any layout's bits)
+        let exact = self.slots.canonical();
         let gather = self.slots.gather();
         integrate::leapfrog(
             &mut self.ps,
@@ -418,7 +420,9 @@ impl Simulation {
             self.want_box,
             affine,
             self.external.forces(),
-            self.engines.get_mut::<EnergyBook>().map(|b| &mut b.integ),
+            self.engines
+                .get_mut::<EnergyBook>()
+                .map(|b| (&mut b.integ, exact)),
             |p0, f, t| gather.take_block(p0, f, t),
         )
     }
