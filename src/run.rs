@@ -564,7 +564,10 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
         while sim.step < end {
             // Forces are read by the series rows, the strainer's rows and the snapshots only.
             let next = sim.step + 1;
-            sim.record_forces = strain_every > 0 || series_due(next) || snapshot_due(next);
+            sim.record_forces = strain_every > 0
+                || series_due(next)
+                || snapshot_due(next)
+                || (every > 0 && sim.may_finish_next());
             sim.stop_requested = signals::requested().is_some();
             sim.checkpoint_requested = root
                 && ck.wall_seconds > 0.0
@@ -584,7 +587,10 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             if let Some(f) = &fault {
                 f.apply(sim.step, sim.comm.rank());
             }
-            if series_due(sim.step) {
+            let finished = sim.finished();
+            // (a protocol that ends before the run length ends with its row too: its last
+            // stage's steps that may end it record their forces)
+            if series_due(sim.step) || (finished && every > 0 && sim.slots.recorded()) {
                 let st = match gpu.as_mut() {
                     None => {
                         sim.check()?;
@@ -598,11 +604,14 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
                 };
                 sim.comm.agree(row)?;
             }
-            if snap_every > 0 && sim.step % snap_every == 0 && sim.step != end {
+            // periodic snapshots, and a protocol stage's at its end (the run's last step
+            // has its own, after the loop)
+            let (stage_snap, stage_ckpt) = sim.stage_outputs();
+            let periodic_snap = snap_every > 0 && sim.step % snap_every == 0;
+            if (periodic_snap || stage_snap) && sim.step != end && !finished {
                 sync_gpu(&mut gpu, &mut sim, &mut synced)?;
                 snaps.write(&sim)?;
             }
-            let finished = sim.finished();
             if strain_every > 0 && (sim.step % strain_every == 0 || sim.step == end || finished) {
                 let row = strain_row(&sim);
                 let written = match strain_csv.as_mut() {
@@ -613,7 +622,7 @@ pub fn run(scene: Scene, opts: &RunOptions) -> Result<RunSummary> {
             }
             let periodic = ck.every > 0 && sim.step % ck.every == 0;
             let at_end = ck.at_end && (sim.step == end || finished);
-            if periodic || at_end || sim.checkpoint_agreed || sim.stop_agreed {
+            if periodic || at_end || stage_ckpt || sim.checkpoint_agreed || sim.stop_agreed {
                 sim.comm.agree(flush(&mut series, &mut strain_csv))?;
                 sync_gpu(&mut gpu, &mut sim, &mut synced)?;
                 let t_write = Instant::now();

@@ -50,11 +50,23 @@ pub struct StageSpec {
     /// (as a cell stage's `friction_angle`; default: unchanged).
     #[serde(default)]
     pub friction_angle: Option<f64>,
+    /// Time step Δt [s] from the stage's start (Yade `O.dt`, LAMMPS `timestep`; default:
+    /// unchanged). The leapfrog's half-step velocities carry over as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dt: Option<f64>,
     /// Wall motions set at the stage's start (default none).
     #[serde(default)]
     pub walls: Vec<WallMotionSpec>,
     /// How the stage ends.
     pub until: UntilSpec,
+    /// A snapshot of the state at the stage's end (default false; the run's last step has
+    /// its own).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub snapshot: bool,
+    /// A checkpoint at the stage's end (default false): a later protocol can restart from
+    /// it (`--restart`), as LAMMPS users `write_restart` between `run`s.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checkpoint: bool,
 }
 
 /// A wall's motion from a stage's start: `WallMotion(wall: 1, velocity: (0, 0, 0.1))`, a
@@ -112,8 +124,12 @@ pub struct Stage {
     pub gravity: Option<V3>,
     pub damping: Option<f64>,
     pub friction_angle: Option<f64>,
+    pub dt: Option<f64>,
     pub walls: Vec<WallMotion>,
     pub until: UntilSpec,
+    /// A snapshot and a checkpoint at its end ([`StageSpec::snapshot`], `checkpoint`).
+    pub snapshot: bool,
+    pub checkpoint: bool,
     /// Its spec, as the checkpoint records it (`ron`), and without `until`.
     spec: String,
     actions: String,
@@ -125,6 +141,7 @@ pub struct Settings {
     pub gravity: Option<V3>,
     pub damping: Option<f64>,
     pub friction_angle: Option<f64>,
+    pub dt: Option<f64>,
     /// Per wall named: (velocity, omega).
     pub walls: Vec<(usize, Option<V3>, Option<f64>)>,
 }
@@ -142,6 +159,7 @@ impl Settings {
         self.gravity = st.gravity.or(self.gravity);
         self.damping = st.damping.or(self.damping);
         self.friction_angle = st.friction_angle.or(self.friction_angle);
+        self.dt = st.dt.or(self.dt);
         for m in &st.walls {
             match self.walls.iter_mut().find(|w| w.0 == m.wall) {
                 Some(w) => {
@@ -200,6 +218,9 @@ pub struct ProtocolState {
 pub struct Protocol {
     pub stages: Vec<Stage>,
     pub st: ProtocolState,
+    /// The stage that ended at the last step asks for (a snapshot, a checkpoint) now (not
+    /// checkpointed: the run loop acts on it at that step).
+    pub outputs: (bool, bool),
 }
 
 impl Protocol {
@@ -224,6 +245,7 @@ impl Protocol {
         Ok(Some(Protocol {
             stages,
             st: ProtocolState::default(),
+            outputs: (false, false),
         }))
     }
 
@@ -264,6 +286,29 @@ impl Protocol {
         Some(st)
     }
 
+    /// Whether the step after `step` (time `time`, step `dt`) may end the protocol: its last
+    /// stage is current and may end then (a `ke_below` stage may end at any step), so that
+    /// the run records that step's forces for the series' last row.
+    pub fn may_finish_after(&self, step: u64, time: f64, dt: f64) -> bool {
+        let Some(st) = self.current() else {
+            return false;
+        };
+        if self.st.stage + 1 < self.stages.len() {
+            return false;
+        }
+        let (n, elapsed) = match self.st.started {
+            true => (step - self.st.start_step, time - self.st.start_time),
+            false => (0, 0.0),
+        };
+        let u = &st.until;
+        // (time: with a step's slack, whatever its rounding)
+        u.ke_below.is_some()
+            || u.unbalanced_below.is_some()
+            || u.steps.is_some_and(|k| n + 1 >= k)
+            || u.max_steps.is_some_and(|k| n + 1 >= k)
+            || u.time.is_some_and(|t| elapsed + 2.0 * dt >= t)
+    }
+
     /// The current stage (begun or about to begin) needs the kinetic energy, the unbalanced
     /// force at the step's end.
     pub fn wants(&self) -> (bool, bool) {
@@ -286,6 +331,7 @@ impl Protocol {
         ke: Option<f64>,
         unb: Option<f64>,
     ) -> Option<Ended> {
+        self.outputs = (false, false);
         let st = self.current().filter(|_| self.st.started)?;
         let u = &st.until;
         let n = step - self.st.start_step;
@@ -323,6 +369,7 @@ impl Protocol {
             }
         };
         let spec = st.spec.clone();
+        self.outputs = (st.snapshot, st.checkpoint);
         self.st.past.push(spec);
         self.st.current = None;
         self.st.stage += 1;
@@ -374,6 +421,9 @@ impl Stage {
         }
         if let Some(phi) = self.friction_angle {
             v.push(format!("friction angle {phi} rad"));
+        }
+        if let Some(dt) = self.dt {
+            v.push(format!("time step {dt:e} s"));
         }
         for m in &self.walls {
             if let Some(u) = m.velocity {
@@ -443,6 +493,9 @@ impl Stage {
                 ));
             }
         }
+        if let Some(dt) = s.dt {
+            ctx.positive(&at("dt"), dt)?;
+        }
         let mut motions = Vec::new();
         for (m, w) in s.walls.iter().enumerate() {
             let wp = at(&format!("walls[{m}]"));
@@ -508,8 +561,11 @@ impl Stage {
             ctx.positive(&format!("{until}.unbalanced_below"), x)?;
         }
         let spec = ron::to_string(s).unwrap_or_default();
+        // (what happens at its end may change after it began)
         let actions = ron::to_string(&StageSpec {
             until: UntilSpec::default(),
+            snapshot: false,
+            checkpoint: false,
             ..s.clone()
         })
         .unwrap_or_default();
@@ -518,8 +574,11 @@ impl Stage {
             gravity,
             damping: s.damping,
             friction_angle: s.friction_angle,
+            dt: s.dt,
             walls: motions,
             until: u.clone(),
+            snapshot: s.snapshot,
+            checkpoint: s.checkpoint,
             spec,
             actions,
         })
@@ -596,8 +655,11 @@ mod tests {
             gravity: None,
             damping: None,
             friction_angle: None,
+            dt: None,
             walls: vec![],
             until,
+            snapshot: false,
+            checkpoint: false,
             spec: name.into(),
             actions: String::new(),
         }
@@ -622,6 +684,7 @@ mod tests {
         let mut p = Protocol {
             stages: vec![stage("a", any), stage("b", all), stage("c", capped)],
             st: ProtocolState::default(),
+            outputs: (false, false),
         };
         assert!(p.start(0, 0.0).is_some());
         assert_eq!(p.wants(), (true, false));
@@ -662,6 +725,7 @@ mod tests {
                 started: true,
                 ..Default::default()
             },
+            outputs: (false, false),
         };
         let s = p.settings();
         assert_eq!((s.gravity, s.damping), (Some(V3::x()), Some(0.3)));

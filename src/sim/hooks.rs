@@ -200,6 +200,9 @@ impl Simulation {
         if let Some(phi) = s.friction_angle {
             self.set_friction(phi);
         }
+        if let Some(dt) = s.dt {
+            self.dt = dt;
+        }
         s.move_walls(&mut self.walls);
     }
 

@@ -215,6 +215,21 @@ impl Simulation {
 
     /// The strain controller asked to stop (collective agreement: its criterion uses global
     /// sums only).
+    /// The next step may end the protocol (and the run): its forces are recorded for the
+    /// series' last row ([`crate::engines::protocol::Protocol::may_finish_after`]).
+    pub fn may_finish_next(&self) -> bool {
+        self.engines
+            .get::<crate::engines::protocol::Protocol>()
+            .is_some_and(|p| p.may_finish_after(self.step, self.time, self.dt))
+    }
+
+    /// A protocol stage that ended at this step asks for (a snapshot, a checkpoint) now.
+    pub fn stage_outputs(&self) -> (bool, bool) {
+        self.engines
+            .get::<crate::engines::protocol::Protocol>()
+            .map_or((false, false), |p| p.outputs)
+    }
+
     pub fn finished(&self) -> bool {
         self.engines.finished()
     }

@@ -219,3 +219,70 @@ fn stages_end_by_their_conditions_with_the_same_bits_on_any_layout_and_across_a_
         "the appended stage ran"
     );
 }
+
+/// A free sphere falling in two stages, the second with twice the time step; the first ends
+/// with a snapshot and a checkpoint, the protocol ends the run before its length.
+const TWO_STEPS: &str = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.5, density: 2500.0)],
+    spheres: [Sphere(pos: (0.0, 0.0, 0.0), radius: 0.01, material: "g")],
+    dt: Fixed(1e-5),
+    damping: 0.0,
+    gravity: (0.0, 0.0, -9.81),
+    run: Steps(1000),
+    reproducible: true,
+    output: Output(series_every: 40, snapshot_every: 0),
+    stages: [
+        Stage(name: "fine", until: Until(steps: 100), snapshot: true, checkpoint: true),
+        Stage(name: "coarse", dt: 2e-5, until: Until(steps: 50)),
+    ],
+)"#;
+
+#[test]
+fn a_stage_changes_the_time_step_and_ends_with_a_snapshot_and_a_checkpoint() {
+    // the leapfrog across the change: each step adds g Δt of its own stage to v_z
+    let mut s = sim(TWO_STEPS);
+    steps(&mut s, 100);
+    let i = idx(&s, 0);
+    let g = 9.81;
+    assert!(rel(s.ps.vel[i].z, -g * 100.0 * 1e-5) < 1e-12);
+    steps(&mut s, 50);
+    assert_eq!(s.dt, 2e-5);
+    let v = -g * (100.0 * 1e-5 + 50.0 * 2e-5);
+    assert!(rel(s.ps.vel[i].z, v) < 1e-12, "{} vs {v}", s.ps.vel[i].z);
+    assert!(
+        rel(s.time, 100.0 * 1e-5 + 50.0 * 2e-5) < 1e-12,
+        "{}",
+        s.time
+    );
+    assert!(s.finished());
+
+    // the run: the stage end's snapshot and checkpoint at step 100, the series' last row at
+    // the protocol's end (step 150, not a multiple of `series_every`), its `dt` column
+    let tmp = TempDir::new("protocol_dt");
+    std::fs::write(tmp.0.join("scene.ron"), TWO_STEPS).unwrap();
+    let o = demhpc(1, 1, &["--out", "o", "scene.ron"], &tmp.0);
+    assert!(o.status.success(), "{}", describe(&o));
+    let out = tmp.0.join("o");
+    assert!(out.join("snapshots/snap_000000100.h5").exists());
+    let ck = out.join("checkpoints/ckpt_0000000100.h5");
+    assert!(ck.exists(), "{}", describe(&o));
+    let series = std::fs::read_to_string(out.join("series.csv")).unwrap();
+    let head: Vec<&str> = series.lines().next().unwrap().split(',').collect();
+    let dt_col = head.iter().position(|h| *h == "dt_s").unwrap();
+    let last: Vec<&str> = series.lines().last().unwrap().split(',').collect();
+    assert_eq!(last[0], "150", "{series}");
+    assert_eq!(last[dt_col].parse::<f64>().unwrap(), 2e-5);
+    let stages: Vec<usize> = rows(&series).iter().map(|r| r.2).collect();
+    assert_eq!(stages, [0, 0, 1, 1], "{series}");
+    // a restart from the stage end's checkpoint on 2 ranks: the same final state
+    let o = demhpc(
+        2,
+        1,
+        &["--restart", ck.to_str().unwrap(), "--out", "r"],
+        &tmp.0,
+    );
+    assert!(o.status.success(), "{}", describe(&o));
+    let a = read_state(&final_snapshot(&out));
+    let b = read_state(&final_snapshot(&tmp.0.join("r")));
+    assert!(a == b, "the restart from the stage's checkpoint parted");
+}
