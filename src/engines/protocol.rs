@@ -100,6 +100,13 @@ pub struct UntilSpec {
     /// Yade's unbalanced force (the series' `unbalanced`) below this.
     #[serde(default, alias = "unbalancedForce")]
     pub unbalanced_below: Option<f64>,
+    /// The particles present (all ranks) fewer than this: outlets drained them (a silo's
+    /// discharge; LAMMPS `variable n equal count(all)` in a `fix halt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub particles_below: Option<u64>,
+    /// The particles present at least this many: inlets filled them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub particles_at_least: Option<u64>,
     /// All the conditions must hold (default false: any of them).
     #[serde(default)]
     pub all: bool,
@@ -304,24 +311,28 @@ impl Protocol {
         // (time: with a step's slack, whatever its rounding)
         u.ke_below.is_some()
             || u.unbalanced_below.is_some()
+            || u.particles_below.is_some()
+            || u.particles_at_least.is_some()
             || u.steps.is_some_and(|k| n + 1 >= k)
             || u.max_steps.is_some_and(|k| n + 1 >= k)
             || u.time.is_some_and(|t| elapsed + 2.0 * dt >= t)
     }
 
     /// The current stage (begun or about to begin) needs the kinetic energy, the unbalanced
-    /// force at the step's end.
-    pub fn wants(&self) -> (bool, bool) {
+    /// force, the particle count at the step's end.
+    pub fn wants(&self) -> (bool, bool, bool) {
         match self.current() {
             Some(s) => (
                 s.until.ke_below.is_some(),
                 s.until.unbalanced_below.is_some(),
+                s.until.particles_below.is_some() || s.until.particles_at_least.is_some(),
             ),
-            None => (false, false),
+            None => (false, false, false),
         }
     }
 
-    /// After step `step` (time `time`, `ke` and `unb` measured when [`Self::wants`] them):
+    /// After step `step` (time `time`, `ke`, `unb` and the particle count `n_p` measured when
+    /// [`Self::wants`] them):
     /// whether the current stage ended now, and why. The next stage then starts at the next
     /// step's `pre_force`.
     pub fn test(
@@ -330,6 +341,7 @@ impl Protocol {
         time: f64,
         ke: Option<f64>,
         unb: Option<f64>,
+        n_p: Option<u64>,
     ) -> Option<Ended> {
         self.outputs = (false, false);
         let st = self.current().filter(|_| self.st.started)?;
@@ -345,6 +357,12 @@ impl Protocol {
             u.unbalanced_below
                 .zip(unb)
                 .map(|(max, x)| Held::Unbalanced(x, max)),
+            u.particles_below
+                .zip(n_p)
+                .map(|(max, n)| Held::Fewer(n, max)),
+            u.particles_at_least
+                .zip(n_p)
+                .map(|(min, n)| Held::AtLeast(n, min)),
         ];
         let mut conds = held.iter().flatten();
         let met = match u.all {
@@ -386,6 +404,8 @@ enum Held {
     Time(f64, f64),
     Ke(f64, f64),
     Unbalanced(f64, f64),
+    Fewer(u64, u64),
+    AtLeast(u64, u64),
 }
 
 impl Held {
@@ -395,6 +415,8 @@ impl Held {
             Held::Time(t, goal) => t >= goal,
             Held::Ke(k, max) => k < max,
             Held::Unbalanced(x, max) => x < max,
+            Held::Fewer(n, max) => n < max,
+            Held::AtLeast(n, min) => n >= min,
         }
     }
 
@@ -405,6 +427,8 @@ impl Held {
             Held::Time(t, goal) => format!("{t:.6e} s (goal {goal:.6e} s)"),
             Held::Ke(k, max) => format!("kinetic energy {k:.6e} J (goal: below {max:.6e} J)"),
             Held::Unbalanced(x, max) => format!("unbalanced force {x:.6e} (goal: below {max:.6e})"),
+            Held::Fewer(n, max) => format!("{n} particles (goal: fewer than {max})"),
+            Held::AtLeast(n, min) => format!("{n} particles (goal: at least {min})"),
         }
     }
 }
@@ -457,6 +481,12 @@ impl Stage {
         }
         if let Some(x) = u.unbalanced_below {
             v.push(format!("unbalanced force below {x:e}"));
+        }
+        if let Some(n) = u.particles_below {
+            v.push(format!("fewer than {n} particles"));
+        }
+        if let Some(n) = u.particles_at_least {
+            v.push(format!("at least {n} particles"));
         }
         let mut s = v.join(if u.all { " and " } else { " or " });
         if let Some(c) = u.max_steps {
@@ -538,11 +568,19 @@ impl Stage {
             && u.time.is_none()
             && u.ke_below.is_none()
             && u.unbalanced_below.is_none()
+            && u.particles_below.is_none()
+            && u.particles_at_least.is_none()
         {
             return Err(ctx.err(
                 &until,
-                "no end condition: give `steps`, `time`, `ke_below` or `unbalanced_below` \
-                 (`max_steps` is a cap, not a goal)",
+                "no end condition: give `steps`, `time`, `ke_below`, `unbalanced_below`, \
+                 `particles_below` or `particles_at_least` (`max_steps` is a cap, not a goal)",
+            ));
+        }
+        if u.particles_below == Some(0) {
+            return Err(ctx.err(
+                &format!("{until}.particles_below"),
+                "0 can never hold: fewer than 0 particles",
             ));
         }
         if u.steps == Some(0) {
@@ -687,23 +725,23 @@ mod tests {
             outputs: (false, false),
         };
         assert!(p.start(0, 0.0).is_some());
-        assert_eq!(p.wants(), (true, false));
-        assert_eq!(p.test(3, 0.3, Some(2.0), None), None);
+        assert_eq!(p.wants(), (true, false, false));
+        assert_eq!(p.test(3, 0.3, Some(2.0), None, None), None);
         assert!(matches!(
-            p.test(4, 0.4, Some(0.5), None),
+            p.test(4, 0.4, Some(0.5), None, None),
             Some(Ended::Met(_))
         ));
         assert_eq!((p.st.stage, p.column()), (1, 0));
         assert!(p.start(4, 0.4).is_some());
-        assert_eq!(p.test(5, 0.5, Some(0.5), None), None); // KE, not yet 10 steps
+        assert_eq!(p.test(5, 0.5, Some(0.5), None, None), None); // KE, not yet 10 steps
         assert!(matches!(
-            p.test(14, 1.4, Some(0.5), None),
+            p.test(14, 1.4, Some(0.5), None, None),
             Some(Ended::Met(_))
         ));
         p.start(14, 1.4);
-        assert_eq!(p.test(18, 1.8, Some(2.0), None), None);
+        assert_eq!(p.test(18, 1.8, Some(2.0), None, None), None);
         assert!(matches!(
-            p.test(19, 1.9, Some(2.0), None),
+            p.test(19, 1.9, Some(2.0), None, None),
             Some(Ended::Capped(_))
         ));
         assert!(p.finished());

@@ -242,15 +242,17 @@ impl Simulation {
         if !p.st.started {
             return;
         }
-        let (want_ke, want_unb) = p.wants();
+        let (want_ke, want_unb, want_n) = p.wants();
         let ke = want_ke.then(|| self.kinetic_energy());
         let unb = (want_unb && self.slots.recorded()).then(|| self.unbalanced_now());
+        // (the count every rebuild checks: no reduction)
+        let n_p = want_n.then(|| self.n_present());
         let (step, time, root) = (self.step, self.time, self.comm.is_root());
         let Some(p) = self.engines.get_mut::<Protocol>() else {
             return;
         };
         let (k, n, began) = (p.st.stage, p.stages.len(), p.st.start_step);
-        let Some(ended) = p.test(step, time, ke, unb) else {
+        let Some(ended) = p.test(step, time, ke, unb, n_p) else {
             return;
         };
         if !root {

@@ -726,7 +726,18 @@ bad!(stages_empty, At::Scene, 11, "stages: empty");
 bad!(stage_no_end, At::Scene, 12, "no end condition");
 bad!(stage_unknown_wall, At::Scene, 12, "no wall 3");
 bad!(stage_negative_damping, At::Scene, 13, "must be in [0, 1)");
-bad!(stage_zero_dt, At::Scene, 13, "stages[1].dt: must be positive");
+bad!(
+    stage_zero_dt,
+    At::Scene,
+    13,
+    "stages[1].dt: must be positive"
+);
+bad!(
+    stage_particles_below_zero,
+    At::Scene,
+    13,
+    "0 can never hold"
+);
 bad!(stage_omega_plane, At::Scene, 12, "only for a Cylinder wall");
 
 /// Every scene in `tests/bad_scenes/` has a test above (a new file without one fails here).

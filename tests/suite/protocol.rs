@@ -286,3 +286,62 @@ fn a_stage_changes_the_time_step_and_ends_with_a_snapshot_and_a_checkpoint() {
     let b = read_state(&final_snapshot(&tmp.0.join("r")));
     assert!(a == b, "the restart from the stage's checkpoint parted");
 }
+
+/// 64 spheres fall through a floor-less box into an outlet below: the stage ends when fewer
+/// than 40 are left, then a stage of 20 steps.
+const DRAIN: &str = r#"Scene(
+    materials: [Frict(name: "g", young: 1e7, poisson: 0.25, friction_angle: 0.5, density: 2500.0)],
+    spheres: [Lattice(material: "g", origin: (0.002, 0.002, 0.002), spacing: 0.004, counts: (4, 4, 4),
+                      radius: 0.0015)],
+    dt: Fixed(2e-5),
+    damping: 0.0,
+    gravity: (0.0, 0.0, -98.1),
+    run: Steps(100000),
+    domain: Domain(lo: (0.0, 0.0, -0.02), hi: (0.016, 0.016, 0.02), periodic: (true, true, false)),
+    reproducible: true,
+    outlets: [Outlet(name: "sink", region: HalfSpace(point: (0.0, 0.0, -0.01), normal: (0.0, 0.0, -1.0)),
+                     every: 10)],
+    stages: [
+        Stage(name: "drain", until: Until(particles_below: 40, max_steps: 50000)),
+        Stage(name: "after", until: Until(steps: 20)),
+    ],
+)"#;
+
+#[test]
+fn a_stage_ends_when_outlets_leave_fewer_particles_than_its_goal() {
+    let mut s = sim(DRAIN);
+    let (mut before, mut drained_at) = (s.n_present(), None);
+    while !s.finished() {
+        assert!(s.step < 50000, "the drain never ended");
+        // the stage under way (`st.stage`: the next one once a stage has ended)
+        let stage_of = |s: &demhpc::sim::Simulation| {
+            s.engines
+                .get::<demhpc::engines::protocol::Protocol>()
+                .unwrap()
+                .st
+                .stage
+        };
+        let stage = stage_of(&s);
+        steps(&mut s, 1);
+        let now = s.n_present();
+        let stage_now = stage_of(&s);
+        if stage == 0 && stage_now == 1 {
+            // it ended at the first step whose count is below 40, the one before had ≥ 40
+            assert!(
+                now < 40 && before >= 40,
+                "{before} -> {now} at step {}",
+                s.step
+            );
+            drained_at = Some(s.step);
+        }
+        if stage_now == 0 {
+            assert!(now >= 40, "{now} left at step {} in the drain", s.step);
+        }
+        before = now;
+    }
+    // the outlet acts every 10 steps (at the start of the step from a multiple of 10: its
+    // `pre_exchange`), so the count and the stage change then; the next stage ran its 20
+    let at = drained_at.expect("the drain ended");
+    assert_eq!((at - 1) % 10, 0, "{at}");
+    assert_eq!(s.step, at + 20);
+}
