@@ -1,6 +1,7 @@
 //! Leapfrog integration of owned particles (thesis §2.5, digest A8) with Cundall non-viscous
 //! damping (thesis §2.5.5 eq. 2.75–2.76, digest A9) and blocked DOFs (digest A8.5).
 
+use crate::domain::exact::Partial4;
 use crate::kernel::Kernel;
 use crate::particles::Particles;
 use crate::{Quat, V3};
@@ -694,13 +695,13 @@ impl EnergyTally {
 }
 
 /// The default mode's [`Tally`]: each chunk's terms summed in floating point in particle
-/// order (four interleaved partial sums, which the compiler vectorises), the chunk's sums
+/// order ([`Partial4`]), the chunk's sums
 /// added exactly after the chunks — the same bits for a given particle order (a given
 /// ranks × threads layout, as the default mode's forces), without an exact sum per particle.
 #[derive(Clone, Copy, Debug, Default)]
 struct ChunkTally {
-    /// [damping, gravity, blocked DOFs'] × four interleaved partial sums.
-    acc: [[f64; 4]; 3],
+    /// [damping, gravity, blocked DOFs'].
+    acc: [Partial4; 3],
 }
 
 impl Tally for ChunkTally {
@@ -710,15 +711,7 @@ impl Tally for ChunkTally {
         // (undamped: no damping term; the blocked DOFs' only with some)
         let terms = (!at.damped as usize)..(2 + e.any_blocked as usize);
         for (acc, e) in self.acc[terms.clone()].iter_mut().zip(&e.e[terms]) {
-            let c = e[..n].chunks_exact(4);
-            for (l, x) in c.remainder().iter().enumerate() {
-                acc[l] += x;
-            }
-            for c in c {
-                for l in 0..4 {
-                    acc[l] += c[l];
-                }
-            }
+            acc.add_slice(&e[..n]);
         }
     }
 }
@@ -726,7 +719,7 @@ impl Tally for ChunkTally {
 impl ChunkTally {
     /// The chunk's sums [damping, gravity, blocked DOFs'].
     fn sums(&self) -> [f64; 3] {
-        self.acc.map(|a| (a[0] + a[1]) + (a[2] + a[3]))
+        self.acc.map(|a| a.total())
     }
 }
 

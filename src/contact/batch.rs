@@ -27,7 +27,7 @@ use super::store::FrictState;
 #[cfg(doc)]
 use super::store::PairList;
 use super::{branch_at, geom, reduced_mass, PairsView};
-use crate::domain::exact::ExactSum;
+use crate::domain::exact::{ExactSum, Partial4};
 use crate::forces::SlotWriter;
 use crate::kernel::Kernel;
 use crate::material::MixTable;
@@ -331,17 +331,13 @@ impl Lanes {
                 sums.exact[1].add(self.e[1][q]);
             }
         } else {
-            // every lane, the others as 0 (selects: the loop vectorises), in four partial sums
+            // every lane, the others as 0 (selects: the loop vectorises)
             for (part, e) in sums.part.iter_mut().zip(&self.e) {
                 let mut kept = [0.0; LANES];
                 for q in 0..LANES {
                     kept[q] = if keep(q) { e[q] } else { 0.0 };
                 }
-                for c in kept.chunks_exact(4) {
-                    for l in 0..4 {
-                        part[l] += c[l];
-                    }
-                }
+                part.add_slice(&kept);
             }
         }
         let Some(g) = grad else {
@@ -400,8 +396,8 @@ impl Lanes {
 /// forces), without an exact sum per contact.
 pub(super) struct RangeWork {
     each: bool,
-    /// [friction, viscous, boundary] × four interleaved partial sums.
-    part: [[f64; 4]; 3],
+    /// [friction, viscous, boundary].
+    part: [Partial4; 3],
     exact: [ExactSum; 4],
 }
 
@@ -409,7 +405,7 @@ impl RangeWork {
     pub(super) fn new(each: bool) -> Self {
         RangeWork {
             each,
-            part: [[0.0; 4]; 3],
+            part: [Partial4::default(); 3],
             exact: Default::default(),
         }
     }
@@ -418,14 +414,14 @@ impl RangeWork {
     fn add(&mut self, term: usize, x: f64) {
         match self.each {
             true => self.exact[term].add(x),
-            false => self.part[term][0] += x,
+            false => self.part[term].add(x),
         }
     }
 
     /// The range's exact sums.
     pub(super) fn sums(mut self) -> [ExactSum; 4] {
         for (s, p) in self.exact.iter_mut().zip(&self.part) {
-            s.add((p[0] + p[1]) + (p[2] + p[3]));
+            s.add(p.total());
         }
         self.exact
     }

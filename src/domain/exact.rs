@@ -173,6 +173,41 @@ impl ExactSum {
     }
 }
 
+/// Four interleaved floating-point partial sums (lane l takes the terms l, l + 4, …): a loop
+/// of them vectorises, and their order is fixed by the terms' indices, so the same terms give
+/// the same bits. The default mode's energy terms (the integrator's chunks, the contact
+/// loop's ranges) are summed so and their totals added exactly ([`ExactSum`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Partial4([f64; 4]);
+
+impl Partial4 {
+    /// Add `xs` (its last `len % 4` terms first, into lanes 0.., then the groups of four).
+    #[inline(always)]
+    pub fn add_slice(&mut self, xs: &[f64]) {
+        let c = xs.chunks_exact(4);
+        for (l, x) in c.remainder().iter().enumerate() {
+            self.0[l] += x;
+        }
+        for c in c {
+            for (a, x) in self.0.iter_mut().zip(c) {
+                *a += x;
+            }
+        }
+    }
+
+    /// Add one term (into lane 0).
+    #[inline(always)]
+    pub fn add(&mut self, x: f64) {
+        self.0[0] += x;
+    }
+
+    /// (l₀ + l₁) + (l₂ + l₃).
+    pub fn total(&self) -> f64 {
+        let a = self.0;
+        (a[0] + a[1]) + (a[2] + a[3])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
